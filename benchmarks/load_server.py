@@ -1,18 +1,15 @@
 """The studio as ``h2h studio`` serves it (uvicorn, one worker), plus a no-op endpoint for the load benchmark.
 
 ``GET /api/v1/_noop`` is added to the *same* API sub-application the real app factory mounts, and it
-resolves the caller through the *same* auth dependency the real routes use (one token lookup in the
-store), so driving it measures HTTP + routing + auth and nothing else. Run:
+authenticates the way every real route does (the ``BearerToken`` dependency, then one session holding
+the token lookup, ``signed_in``), so driving it measures HTTP + routing + auth and nothing else. Run:
 ``python benchmarks/load_server.py --db sqlite:///bench.sqlite --port 8765``.
 """
 
-from __future__ import annotations
 
 import argparse
-from typing import Any
 
-from fastapi import Depends, FastAPI
-from fastapi.routing import APIRoute
+from fastapi import FastAPI
 from starlette.routing import Mount
 
 NOOP_PATH = "/v1/_noop"
@@ -26,27 +23,22 @@ def _mounted_api(app: FastAPI) -> FastAPI:
     raise RuntimeError("studio.app.create_app did not mount the REST API at /api")
 
 
-def _auth_dependency(api: FastAPI) -> Any:
-    """The callable behind the ``user`` parameter of ``GET /v1/me``: the dependency every real route uses."""
-    for route in api.routes:
-        if isinstance(route, APIRoute) and route.path == "/v1/me":
-            for dependency in route.dependant.dependencies:
-                if dependency.name == "user":
-                    return dependency.call
-    raise RuntimeError("GET /v1/me has no 'user' dependency to reuse")
-
-
 def build_app(database_url: str) -> FastAPI:
     """The real studio app over ``database_url`` with ``GET /api/v1/_noop`` (authenticated) added to its API."""
+    from studio.api import BearerToken
     from studio.app import create_app
+    from studio.db import read_session
+    from studio.services.auth import signed_in
     from studio.settings import get_settings
 
     app = create_app(get_settings(database_url=database_url))
     api = _mounted_api(app)
-    current_user = _auth_dependency(api)
+    engine = api.state.engine
 
     @api.get(NOOP_PATH, include_in_schema=False)
-    def noop(user: Any = Depends(current_user)) -> dict[str, bool]:
+    def noop(token: BearerToken) -> dict[str, bool]:
+        with read_session(engine) as session:  # what every real route does first: one session, the caller in it
+            signed_in(session, token=token)
         return {"ok": True}
 
     return app

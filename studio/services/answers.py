@@ -4,27 +4,33 @@ from __future__ import annotations
 
 import math
 from datetime import datetime
-from functools import lru_cache
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import Select, bindparam, func, select
+from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from studio.db import lock_campaign
-from studio.models import Answer, AnswerPublic, AnswerRevision, Campaign, Item, Lease, UserPublic, utc_now
+from studio.models import Answer, AnswerPublic, AnswerRevision, Campaign, Item, UserPublic, utc_now
 from studio.schemas import AnswerValidationError, Pairwise, WorkflowSchema
 from studio.services.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.services.queue import (
     campaign_item,
-    campaign_schema,
-    get_campaign,
-    live_lease_count,
+    campaign_state,
     open_campaign_for,
     own_lease,
     pair_order,
     require_answerable,
+)
+from studio.services.queue_rows import (
+    CampaignState,
+    answer_by_submission,
+    has_answered,
+    insert_answer,
+    item_row,
+    live_lease_count,
+    release_lease,
 )
 from studio.services.text import is_unicode, require_unicode
 
@@ -39,7 +45,7 @@ class SubmitResult(BaseModel):
     answer: AnswerPublic
 
 
-def _clean_values(schema: WorkflowSchema, campaign: Campaign, user: UserPublic, item: Item, answers: Any) -> dict:
+def _clean_values(schema: WorkflowSchema, campaign: CampaignState, user: UserPublic, item: Any, answers: Any) -> dict:
     """Validate against the schema and translate pairwise "A"/"B" to the real response ids."""
     try:
         clean = schema.validate_answers(answers)
@@ -63,31 +69,20 @@ def _client_seconds(value: float | None, server_seconds: float | None, cap: floa
     return float(min(value, cap))
 
 
-def _retry_of(session: Session, submission_id: str, user: UserPublic, item_id: int) -> Answer | None:
+def _retry_of(session: Session, submission_id: str, user: UserPublic, item_id: int) -> AnswerPublic | None:
     """The answer already stored under ``submission_id`` by this person for this item, if any."""
-    stored = session.execute(_by_submission_query(), {"submission_id": submission_id}).scalars().first()
+    stored = answer_by_submission(session, submission_id)
     return None if stored is None else _own_submission(stored, user, item_id)
 
 
-@lru_cache(maxsize=1)
-def _by_submission_query() -> Select:
-    """The answer stored under a submission_id, built once per process: it runs on every submit and retry."""
-    return select(Answer).where(Answer.submission_id == bindparam("submission_id"))
-
-
-@lru_cache(maxsize=1)
-def _answered_query() -> Select:
-    return select(Answer.id).where(Answer.item_id == bindparam("item_id"), Answer.user_id == bindparam("user_id"))
-
-
-def _own_submission(stored: Answer, user: UserPublic, item_id: int) -> Answer:
+def _own_submission(stored: AnswerPublic, user: UserPublic, item_id: int) -> AnswerPublic:
     """``stored`` when this person stored it for this item; ``Conflict`` when the submission_id is someone else's."""
     if stored.user_id != user.id or stored.item_id != item_id:
         raise Conflict("submission_id: already used for another answer")
     return stored
 
 
-def _check_slot(session: Session, campaign: Campaign, item: Item, lease: Lease, now: datetime) -> None:
+def _check_slot(session: Session, campaign: CampaignState, item: Any, lease: Any, now: datetime) -> None:
     if lease.released_at is not None:
         raise Conflict(f"lease_id: the lease was {lease.outcome or 'released'}; ask for the next item again")
     if lease.expires_at <= now:
@@ -104,28 +99,27 @@ def _check_request_text(submission_id: str, lease_id: str, answers: Any) -> None
     require_unicode(answers, "answers")
 
 
-def _store(session: Session, answer: Answer, item: Item, lease: Lease, now: datetime) -> None:
+def _store(session: Session, lease_id: str, now: datetime, **answer: Any) -> AnswerPublic:
     """Insert the answer, count it on the item and close the lease, all in the caller's transaction."""
-    session.add(answer)
-    item.answer_count += 1
-    lease.released_at, lease.outcome = now, "answered"
     try:
-        session.flush()
+        stored = insert_answer(session, **answer)
     except IntegrityError:
         raise Conflict("submission_id: a concurrent request stored this answer; retry to read it") from None
+    release_lease(session, lease_id, at=now, outcome="answered")
+    return stored
 
 
 def _checked_request(
     session: Session, *, campaign: str, user: UserPublic, item_id: int, lease_id: str, submission_id: str,
     answers: Any, seconds_spent: float | None, max_seconds_spent: float,
-) -> tuple[Campaign, Item, dict[str, Any]]:
+) -> tuple[CampaignState, Any, dict[str, Any]]:
     """Every check of a submit that only reads: text, seconds, campaign, role, item and the answer values."""
     _check_request_text(submission_id, lease_id, answers)
     _client_seconds(seconds_spent, None, max_seconds_spent)  # refuse a bad value before taking the lock
-    found = get_campaign(session, campaign)
+    found = campaign_state(session, campaign)
     require_answerable(found, user)
     item = campaign_item(session, found, item_id)
-    return found, item, _clean_values(campaign_schema(found), found, user, item, answers)
+    return found, item, _clean_values(found.schema, found, user, item, answers)
 
 
 def submit_answer(
@@ -154,22 +148,21 @@ def submit_answer(
         answers=answers, seconds_spent=seconds_spent, max_seconds_spent=max_seconds_spent)
     # Everything above only reads; the queue lock covers the checks and writes below (short on PostgreSQL).
     if lock_campaign(session, found.id):
-        session.refresh(item)  # read before the lock was taken: its answer_count may have moved since
+        item = item_row(session, item_id)  # read before the lock was taken: its answer_count may have moved since
     retried = _retry_of(session, submission_id, user, item_id)
     if retried is not None:
-        return SubmitResult(created=False, answer=AnswerPublic.model_validate(retried))
-    if session.execute(_answered_query(), {"item_id": item_id, "user_id": user.id}).first() is not None:
+        return SubmitResult(created=False, answer=retried)
+    if has_answered(session, item_id, user.id):
         raise Conflict(f"item_id: you already answered item {item_id}; revise it with PUT .../answers/{item_id}")
     lease = own_lease(session, found, user, item_id, lease_id)
     _check_slot(session, found, item, lease, now)
     server_seconds = max(0.0, (now - lease.issued_at).total_seconds())
-    answer = Answer(
-        item_id=item_id, campaign_id=found.id, user_id=user.id, values=values, submission_id=submission_id,
-        seconds_spent=_client_seconds(seconds_spent, server_seconds, max_seconds_spent),
+    answer = _store(
+        session, lease.id, now, item_id=item_id, campaign_id=found.id, user_id=user.id, values=values,
+        submission_id=submission_id, seconds_spent=_client_seconds(seconds_spent, server_seconds, max_seconds_spent),
         server_seconds=min(server_seconds, max_seconds_spent), created_at=now, updated_at=now,
     )
-    _store(session, answer, item, lease, now)
-    return SubmitResult(created=True, answer=AnswerPublic.model_validate(answer))
+    return SubmitResult(created=True, answer=answer)
 
 
 def stored_submission(
@@ -194,13 +187,13 @@ def stored_submission(
     """
     if not isinstance(submission_id, str) or not is_unicode(submission_id):
         return None  # submit_answer refuses it with the precise error
-    stored = session.execute(_by_submission_query(), {"submission_id": submission_id}).scalars().first()
+    stored = answer_by_submission(session, submission_id)
     if stored is None:
         return None
     _checked_request(session, campaign=campaign, user=user, item_id=item_id, lease_id=lease_id,
                      submission_id=submission_id, answers=answers, seconds_spent=seconds_spent,
                      max_seconds_spent=max_seconds_spent)
-    return AnswerPublic.model_validate(_own_submission(stored, user, item_id))
+    return _own_submission(stored, user, item_id)
 
 
 def revise_answer(
@@ -218,7 +211,7 @@ def revise_answer(
     now = now or utc_now()
     require_unicode(answers, "answers")
     found = open_campaign_for(session, campaign, user)
-    schema = campaign_schema(found)
+    schema = found.schema
     if not schema.allow_revision:
         raise PermissionDenied(f"campaign: {found.name!r} does not allow revising answers")
     item = campaign_item(session, found, item_id)
@@ -242,7 +235,7 @@ def revise_answer(
 
 def my_answer(session: Session, *, campaign: str, user: UserPublic, item_id: int) -> AnswerPublic:
     """The caller's own answer to an item (for editing); ``NotFound`` when there is none."""
-    found = get_campaign(session, campaign)
+    found = campaign_state(session, campaign)
     answer = session.execute(
         select(Answer).where(Answer.campaign_id == found.id, Answer.item_id == item_id, Answer.user_id == user.id)
     ).scalars().first()
@@ -251,7 +244,7 @@ def my_answer(session: Session, *, campaign: str, user: UserPublic, item_id: int
     return AnswerPublic.model_validate(answer)
 
 
-def campaign_progress(session: Session, campaign: Campaign) -> dict[str, int]:
+def campaign_progress(session: Session, campaign: Campaign | CampaignState) -> dict[str, int]:
     """``answers`` stored, ``items`` in the campaign and ``complete_items`` (answers reached the quota)."""
     items, answers, complete = session.execute(
         select(
@@ -265,7 +258,7 @@ def campaign_progress(session: Session, campaign: Campaign) -> dict[str, int]:
 
 def progress(session: Session, *, campaign: str, user: UserPublic) -> dict[str, Any]:
     """The caller's answer count in the campaign, and the campaign's progress."""
-    found = get_campaign(session, campaign)
+    found = campaign_state(session, campaign)
     if user.role not in found.eligible_roles and user.role not in ("curator", "researcher", "admin"):
         raise PermissionDenied(f"campaign: {found.name!r} is not open to role {user.role!r}")
     mine = session.execute(
@@ -276,8 +269,8 @@ def progress(session: Session, *, campaign: str, user: UserPublic) -> dict[str, 
 
 def values_as_shown(session: Session, *, campaign: str, user: UserPublic, answer: AnswerPublic) -> dict[str, Any]:
     """The answer's values as this person gave them: stored response ids of pairwise choices back to "A"/"B"."""
-    found = get_campaign(session, campaign)
-    schema = campaign_schema(found)
+    found = campaign_state(session, campaign)
+    schema = found.schema
     shown = dict(answer.values)
     pairwise = [question.id for question in schema.questions if isinstance(question, Pairwise)]
     if not pairwise:

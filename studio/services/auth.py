@@ -137,6 +137,18 @@ def user_for_token(session: Session, *, token: str) -> UserPublic | None:
     return None if row is None else UserPublic(**row._asdict())
 
 
+def signed_in(session: Session, *, token: str) -> UserPublic:
+    """The person a live ``token`` belongs to; ``NotAuthenticated`` when it is unknown, expired or revoked.
+
+    Routes call it first thing in the one session of their request, so the caller is checked in the
+    same transaction as the work it authorises.
+    """
+    user = user_for_token(session, token=token)
+    if user is None:
+        raise NotAuthenticated("authorization: the token is unknown, expired or revoked")
+    return user
+
+
 def require_role(user: UserPublic | None, *roles: str) -> UserPublic:
     """Return ``user`` when they hold one of ``roles``; ``NotAuthenticated`` for no user, else ``PermissionDenied``."""
     if user is None:

@@ -4,15 +4,13 @@ and PostgreSQL: annotators and experts get 403 on every endpoint, no token 401, 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Annotated, Any
+from typing import Any
 
 import pytest
-from fastapi import Depends, FastAPI
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
 from studio.api import create_api
-from studio.api_results import create_results_router
 from studio.models import CampaignPublic, UserPublic
 from studio.settings import get_settings
 from tests.studio.helpers import PASSWORD, crowd_vote
@@ -43,17 +41,9 @@ WRITES = {("POST", "/v1/results/aggregate"), ("POST", "/v1/curation/scenarios/dl
           ("POST", "/v1/curation/versions")}
 
 
-def the_api_caller(api: FastAPI) -> Any:
-    """The API's own token dependency (``create_api``'s ``current_user``), taken from its ``/v1/me`` route."""
-    (dependency,) = next(route for route in api.routes if getattr(route, "path", "") == "/v1/me").dependant.dependencies
-    return Annotated[UserPublic, Depends(dependency.call)]
-
-
 @pytest.fixture
 def client(store: Engine, db_url: str) -> Iterator[TestClient]:
-    api = create_api(get_settings(database_url=db_url), store)
-    api.include_router(create_results_router(store, the_api_caller(api)))
-    with TestClient(api) as test_client:
+    with TestClient(create_api(get_settings(database_url=db_url), store)) as test_client:
         yield test_client
 
 

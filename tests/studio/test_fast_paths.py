@@ -1,5 +1,6 @@
 """The answer path's fast paths keep every guarantee: retries read off the write lock, the campaign read once per
-session, the login redirect as plain ASGI middleware, a request body limit, the pool and the cached token query.
+session, the rows read and written in SQL Core equal to the ORM's, the login redirect as plain ASGI middleware, a
+request body limit, the pool and the cached token query.
 
 Real stores (SQLite file and PostgreSQL via ``db_url``) and real uvicorn servers on 127.0.0.1.
 """
@@ -23,12 +24,24 @@ from sqlalchemy.engine import make_url
 from studio.api import AnswerOut, create_api
 from studio.app import SESSION_COOKIE, add_ui_redirect
 from studio.db import POOL_MAX_OVERFLOW, POOL_SIZE, create_db_engine, lock_campaign, read_session, write_session
-from studio.models import Answer, AuthToken, CampaignPublic, Item, UserPublic, utc_now
+from studio.models import (
+    Answer,
+    AuthToken,
+    CampaignPublic,
+    Item,
+    Lease,
+    ResponseRow,
+    ScenarioRow,
+    ScoreRow,
+    UserPublic,
+    utc_now,
+)
 from studio.services.answers import stored_submission, submit_answer
 from studio.services.auth import hash_token, logout, user_for_token
 from studio.services.campaigns import set_campaign_status
+from studio.services.content import build_item_content
 from studio.services.errors import Conflict, PermissionDenied
-from studio.services.queue import ItemView, get_campaign, take_lease, view_of_lease
+from studio.services.queue import ItemView, campaign_state, get_campaign, next_item, take_lease, view_of
 from studio.settings import get_settings
 from tests.serving import serve_in_thread
 from tests.studio.helpers import add_people
@@ -61,9 +74,9 @@ def counted_statements(engine: Engine) -> Iterator[list[str]]:
 
 def leased(engine: Engine, user: UserPublic) -> tuple[int, str]:
     with write_session(engine) as session:
-        lease = take_lease(session, campaign="vote", user=user)
-        assert lease is not None
-        return lease.item_id, lease.id
+        handout = take_lease(session, campaign="vote", user=user)
+        assert handout is not None
+        return handout.item_id, handout.lease_id
 
 
 def submit(engine: Engine, user: UserPublic, item_id: int, lease_id: str, submission_id: str) -> Answer:
@@ -116,14 +129,26 @@ def test_a_retry_is_answered_while_another_process_holds_the_sqlite_write_lock(
         holder.close()
 
 
-def test_get_campaign_reads_the_row_once_per_session(corpus: Engine, campaign: CampaignPublic) -> None:
+@pytest.mark.parametrize("lookup", [get_campaign, campaign_state])
+def test_the_campaign_is_read_once_per_session(corpus: Engine, campaign: CampaignPublic, lookup: object) -> None:
     with read_session(corpus) as session, counted_statements(corpus) as statements:
-        first = get_campaign(session, "vote")
+        first = lookup(session, "vote")
         reads = len(statements)
-        assert get_campaign(session, "vote") is first and len(statements) == reads
+        assert lookup(session, "vote") is first and len(statements) == reads
     with read_session(corpus) as session, counted_statements(corpus) as statements:
-        get_campaign(session, "vote")
+        lookup(session, "vote")
         assert any("FROM campaign" in statement for statement in statements)
+
+
+def test_the_campaign_state_matches_the_campaign_row(corpus: Engine, campaign: CampaignPublic) -> None:
+    from studio.services.queue import campaign_schema
+
+    with read_session(corpus) as session:
+        row, state = get_campaign(session, "vote"), campaign_state(session, "vote")
+        assert (state.id, state.name, state.status, list(state.eligible_roles), state.people_per_item,
+                state.pair_seed) == (row.id, row.name, row.status, row.eligible_roles, row.people_per_item,
+                                     row.pair_seed)
+        assert state.schema == campaign_schema(row)
 
 
 def test_lock_campaign_says_when_earlier_reads_may_be_stale(db_url: str, corpus: Engine,
@@ -132,20 +157,61 @@ def test_lock_campaign_says_when_earlier_reads_may_be_stale(db_url: str, corpus:
         assert lock_campaign(session, campaign.id) is db_url.startswith("postgresql")
 
 
-def test_a_view_from_the_leasing_sessions_rows_equals_a_fresh_read(
+def test_a_view_built_after_the_write_session_equals_the_one_next_item_builds(
     corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic]
 ) -> None:
     annotator = users["annotator"]
     with write_session(corpus) as session:
-        lease = take_lease(session, campaign="vote", user=annotator)
-        assert lease is not None
-        found = get_campaign(session, "vote")
-        item = session.get(Item, lease.item_id)
+        handout = take_lease(session, campaign="vote", user=annotator)
+        assert handout is not None
     with read_session(corpus) as session:
-        handed_on = view_of_lease(session, lease=lease, user=annotator, campaign=found, item=item)
+        handed_on = view_of(session, handout)
+    with write_session(corpus) as session:  # the live lease comes back: the same item, read afresh
+        fresh = next_item(session, campaign="vote", user=annotator)
+    assert handed_on == fresh and fresh.item_id == handout.item_id
     with read_session(corpus) as session:
-        fresh = view_of_lease(session, lease=lease, user=annotator)
-    assert handed_on == fresh and fresh.item_id == lease.item_id
+        stored = session.get(Lease, handout.lease_id)
+        assert (stored.item_id, stored.user_id, stored.expires_at, stored.released_at) == (
+            handout.item_id, annotator.id, handout.expires_at, None)
+
+
+def test_content_from_core_rows_equals_content_from_orm_rows(
+    corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic]
+) -> None:
+    """The view reads scenario, response and score as Core rows: the whitelisted content is the same as from the
+    ORM entities, with every field revealed so that any column read wrongly would show."""
+    from studio.services.queue_rows import response_row, scenario_row, score_row
+
+    reveal = ("reference", "subtask", "tags", "model", "variant", "auto_scores", "judge_score")
+    with read_session(corpus) as session:
+        responses = session.execute(select(ResponseRow)).scalars().all()
+        assert responses
+        for response in responses:
+            scenario = session.get(ScenarioRow, response.scenario_id)
+            score = session.execute(select(ScoreRow).where(ScoreRow.response_id == response.id)).scalars().first()
+            assert score is not None
+            orm = build_item_content(scenario=scenario, responses=[(response, score)], reveal=reveal)
+            core = build_item_content(scenario=scenario_row(session, response.scenario_id),
+                                      responses=[(response_row(session, response.id), score_row(session, response.id))],
+                                      reveal=reveal)
+            assert core == orm
+
+
+def test_a_stored_answer_reads_back_as_submit_returned_it(
+    corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic]
+) -> None:
+    """submit_answer builds its reply from the values it inserted (no read back): equal to the row as stored."""
+    from studio.models import AnswerPublic
+
+    annotator = users["annotator"]
+    item_id, lease_id = leased(corpus, annotator)
+    returned = submit(corpus, annotator, item_id, lease_id, "s-read-back")
+    with read_session(corpus) as session:
+        row = session.execute(select(Answer).where(Answer.submission_id == "s-read-back")).scalars().one()
+        assert AnswerPublic.model_validate(row) == returned
+        assert session.get(Item, item_id).answer_count == 1
+        lease = session.get(Lease, lease_id)
+        assert (lease.outcome, lease.released_at) == ("answered", returned.created_at)
 
 
 def test_the_pool_covers_anyios_forty_worker_threads(db_url: str) -> None:

@@ -1,0 +1,245 @@
+"""The answering hot path in SQL Core: plain rows on the session's own connection, statements built once.
+
+``next`` and ``submit`` run on every annotation, and the studio's flat-out throughput is bounded by
+them. Through the ORM a statement costs several times what it costs on the session's connection (no
+identity map, no unit of work, no entity construction), so the queue reads and writes its few rows
+here. Everything runs inside the caller's session and transaction: the write lock (SQLite
+``BEGIN IMMEDIATE``), the campaign lock (PostgreSQL) and rollback on error hold unchanged. Rows are
+read-only snapshots; change the store through the functions here, never by editing a row.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from typing import Any
+
+from sqlalchemy import Connection, Row, Select, Text, and_, bindparam, cast, exists, func, select, update
+from sqlalchemy.sql.dml import Insert, Update
+from sqlmodel import Session
+
+from studio.models import Answer, AnswerPublic, Campaign, Item, Lease, ResponseRow, ScenarioRow, ScoreRow, Skip
+from studio.models.types import UTCDateTime
+from studio.schemas import WorkflowSchema
+
+
+@dataclass(frozen=True, slots=True)
+class CampaignState:
+    """What answering needs of a campaign, read as plain columns in the caller's transaction."""
+
+    id: int
+    name: str
+    status: str
+    eligible_roles: tuple[str, ...]
+    people_per_item: int
+    pair_seed: str
+    schema: WorkflowSchema
+
+
+def connection(session: Session) -> Connection:
+    """The session's connection in its transaction, after flushing ORM changes still pending in the session."""
+    if session.new or session.dirty or session.deleted:
+        session.flush()
+    return session.connection()
+
+
+def _now_param() -> Any:
+    return bindparam("now", type_=UTCDateTime())
+
+
+@lru_cache(maxsize=1)
+def _campaign_query() -> Select:
+    # The snapshot as text: it keys the parsed-schema cache, so a request never decodes or re-validates it.
+    return select(Campaign.id, Campaign.name, Campaign.status, Campaign.eligible_roles, Campaign.people_per_item,
+                  Campaign.pair_seed, cast(Campaign.schema_snapshot, Text).label("snapshot")
+                  ).where(Campaign.name == bindparam("name"))
+
+
+@lru_cache(maxsize=64)
+def parsed_schema(snapshot_json: str) -> WorkflowSchema:
+    """The schema of a stored snapshot, validated once per distinct text and process (immutable text in, frozen
+    model out: caching is safe). Do not modify the returned model."""
+    return WorkflowSchema.model_validate_json(snapshot_json)
+
+
+def campaign_row(session: Session, name: str) -> CampaignState | None:
+    row = connection(session).execute(_campaign_query(), {"name": name}).first()
+    if row is None:
+        return None
+    return CampaignState(id=row.id, name=row.name, status=row.status, eligible_roles=tuple(row.eligible_roles),
+                         people_per_item=row.people_per_item, pair_seed=row.pair_seed,
+                         schema=parsed_schema(row.snapshot))
+
+
+_ITEM_COLUMNS = (Item.id, Item.campaign_id, Item.position, Item.answer_count, Item.scenario_id, Item.response_id,
+                 Item.response_b_id)
+_LEASE_COLUMNS = (Lease.id, Lease.campaign_id, Lease.item_id, Lease.user_id, Lease.issued_at, Lease.expires_at,
+                  Lease.released_at, Lease.outcome)
+_ANSWER_COLUMNS = (Answer.id, Answer.item_id, Answer.campaign_id, Answer.user_id, Answer.values,
+                   Answer.submission_id, Answer.seconds_spent, Answer.server_seconds, Answer.created_at,
+                   Answer.updated_at, Answer.revision)
+
+
+@lru_cache(maxsize=1)
+def _item_query() -> Select:
+    return select(*_ITEM_COLUMNS).where(Item.id == bindparam("item_id"))
+
+
+def item_row(session: Session, item_id: int) -> Row | None:
+    """The item's columns (id, campaign_id, position, answer_count, scenario_id, response_id, response_b_id)."""
+    return connection(session).execute(_item_query(), {"item_id": item_id}).first()
+
+
+@lru_cache(maxsize=2)
+def _candidate_query(skipped: bool) -> Select:
+    """The next-item query, once per process and kind (building a SELECT and its cache key costs more than
+    running it). Bound per call: campaign_id, quota, user_id, now."""
+    now, user_id, quota = _now_param(), bindparam("user_id"), bindparam("quota")
+    live = (
+        select(func.count())
+        .where(Lease.item_id == Item.id, Lease.released_at.is_(None), Lease.expires_at > now)
+        .scalar_subquery()
+    )
+    answered = exists().where(Answer.item_id == Item.id, Answer.user_id == user_id)
+    skip_match = and_(Skip.item_id == Item.id, Skip.user_id == user_id)
+    query = select(*_ITEM_COLUMNS).where(
+        Item.campaign_id == bindparam("campaign_id"),
+        Item.answer_count < quota,
+        Item.answer_count + live < quota,
+        ~answered,
+    )
+    if skipped:
+        query = query.join(Skip, skip_match).order_by(Skip.skipped_at, Item.answer_count, Item.position)
+    else:
+        query = query.where(~exists().where(skip_match)).order_by(Item.answer_count, Item.position)
+    return query.limit(1)
+
+
+def candidate_item(session: Session, campaign: CampaignState, user_id: int, now: datetime, *,
+                   skipped: bool) -> Row | None:
+    """The first open item for this person, among the ones they skipped or the ones they did not."""
+    bound = {"campaign_id": campaign.id, "quota": campaign.people_per_item, "user_id": user_id, "now": now}
+    return connection(session).execute(_candidate_query(skipped), bound).first()
+
+
+@lru_cache(maxsize=1)
+def _live_lease_query() -> Select:
+    return (
+        select(*_LEASE_COLUMNS)
+        .where(Lease.campaign_id == bindparam("campaign_id"), Lease.user_id == bindparam("user_id"),
+               Lease.released_at.is_(None), Lease.expires_at > _now_param())
+        .order_by(Lease.issued_at.desc())
+        .limit(1)
+    )
+
+
+def live_lease_of(session: Session, campaign_id: int, user_id: int, now: datetime) -> Row | None:
+    """This person's live lease in the campaign (the newest), if any."""
+    bound = {"campaign_id": campaign_id, "user_id": user_id, "now": now}
+    return connection(session).execute(_live_lease_query(), bound).first()
+
+
+@lru_cache(maxsize=1)
+def _lease_query() -> Select:
+    return select(*_LEASE_COLUMNS).where(Lease.id == bindparam("lease_id"))
+
+
+def lease_row(session: Session, lease_id: str) -> Row | None:
+    return connection(session).execute(_lease_query(), {"lease_id": lease_id}).first()
+
+
+@lru_cache(maxsize=1)
+def _insert_lease() -> Insert:
+    return Lease.__table__.insert()
+
+
+def insert_lease(session: Session, **values: Any) -> None:
+    """Insert a lease (id, campaign_id, item_id, user_id, issued_at, expires_at)."""
+    connection(session).execute(_insert_lease(), values)
+
+
+@lru_cache(maxsize=1)
+def _release_lease() -> Update:
+    return (update(Lease).where(Lease.id == bindparam("lease_id"))
+            .values(released_at=bindparam("released_at", type_=UTCDateTime()), outcome=bindparam("outcome")))
+
+
+def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str) -> None:
+    connection(session).execute(_release_lease(), {"lease_id": lease_id, "released_at": at, "outcome": outcome})
+
+
+@lru_cache(maxsize=1)
+def _live_lease_count_query() -> Select:
+    return select(func.count()).where(Lease.item_id == bindparam("item_id"), Lease.released_at.is_(None),
+                                      Lease.expires_at > _now_param(), Lease.id != bindparam("excluding"))
+
+
+def live_lease_count(session: Session, item_id: int, now: datetime, *, excluding: str = "") -> int:
+    """Leases on ``item_id`` that are neither released nor expired (not counting lease ``excluding``)."""
+    bound = {"item_id": item_id, "now": now, "excluding": excluding}
+    return connection(session).execute(_live_lease_count_query(), bound).scalar_one()
+
+
+@lru_cache(maxsize=1)
+def _by_submission_query() -> Select:
+    return select(*_ANSWER_COLUMNS).where(Answer.submission_id == bindparam("submission_id"))
+
+
+def answer_by_submission(session: Session, submission_id: str) -> AnswerPublic | None:
+    """The answer stored under ``submission_id`` (unique across the store), if any."""
+    row = connection(session).execute(_by_submission_query(), {"submission_id": submission_id}).first()
+    return None if row is None else AnswerPublic.model_construct(**row._asdict())
+
+
+@lru_cache(maxsize=1)
+def _answered_query() -> Select:
+    return select(Answer.id).where(Answer.item_id == bindparam("item_id"), Answer.user_id == bindparam("user_id"))
+
+
+def has_answered(session: Session, item_id: int, user_id: int) -> bool:
+    return connection(session).execute(_answered_query(), {"item_id": item_id, "user_id": user_id}).first() is not None
+
+
+@lru_cache(maxsize=1)
+def _insert_answer() -> Insert:
+    return Answer.__table__.insert()
+
+
+@lru_cache(maxsize=1)
+def _count_answer() -> Update:
+    return update(Item).where(Item.id == bindparam("item_id")).values(answer_count=Item.answer_count + 1)
+
+
+def insert_answer(session: Session, **values: Any) -> AnswerPublic:
+    """Insert an answer (every column but id and revision) and count it on its item; the stored answer.
+
+    Raises the driver's ``IntegrityError`` when (item, person) or the submission_id is already stored.
+    """
+    conn = connection(session)
+    values = {**values, "revision": 0}
+    answer_id = conn.execute(_insert_answer(), values).inserted_primary_key[0]
+    conn.execute(_count_answer(), {"item_id": values["item_id"]})
+    return AnswerPublic.model_construct(id=answer_id, **values)
+
+
+@lru_cache(maxsize=8)
+def _by_id_query(table: Any) -> Select:
+    return select(table).where(table.c.id == bindparam("row_id"))
+
+
+def scenario_row(session: Session, scenario_id: str) -> Row | None:
+    return connection(session).execute(_by_id_query(ScenarioRow.__table__), {"row_id": scenario_id}).first()
+
+
+def response_row(session: Session, response_id: int) -> Row | None:
+    return connection(session).execute(_by_id_query(ResponseRow.__table__), {"row_id": response_id}).first()
+
+
+@lru_cache(maxsize=1)
+def _score_query() -> Select:
+    return select(ScoreRow.__table__).where(ScoreRow.response_id == bindparam("response_id")).limit(1)
+
+
+def score_row(session: Session, response_id: int) -> Row | None:
+    return connection(session).execute(_score_query(), {"response_id": response_id}).first()
