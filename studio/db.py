@@ -126,18 +126,39 @@ def write_session(engine: Engine) -> Iterator[Session]:
             raise
 
 
+_CAMPAIGN_LOCKS, _ITEM_LOCKS = 4242, 4243  # advisory-lock namespaces: one key space per kind of thing locked
+
+
+def _advisory_lock(session: Session, namespace: int, key: int) -> bool:
+    if session.get_bind().dialect.name != "postgresql":
+        return False
+    session.connection().execute(_ADVISORY_LOCK, {"namespace": namespace, "key": key})
+    return True
+
+
+_ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(:namespace, :key)")
+
+
 def lock_campaign(session: Session, campaign_id: int) -> bool:
-    """Serialise queue writes of one campaign until the transaction ends; True when the lock was taken just now.
+    """Serialise queue decisions of one campaign until the transaction ends; True when the lock was taken just now.
 
     SQLite already holds the database write lock (``BEGIN IMMEDIATE``), so everything the transaction
     read before is current: returns False. PostgreSQL takes a transaction-scoped advisory lock keyed by
-    the campaign, so two submits never both see a free last slot: returns True, and rows read before
-    the call may be stale (refresh what the decision depends on).
+    the campaign, so two decisions about free slots (handing out, or filling a slot whose lease expired)
+    never both see the same last slot: returns True, and rows read before the call may be stale
+    (refresh what the decision depends on).
     """
-    if session.get_bind().dialect.name != "postgresql":
-        return False
-    session.execute(text("SELECT pg_advisory_xact_lock(:namespace, :key)"), {"namespace": 4242, "key": campaign_id})
-    return True
+    return _advisory_lock(session, _CAMPAIGN_LOCKS, campaign_id)
+
+
+def lock_item(session: Session, item_id: int) -> bool:
+    """Serialise answer writes of one item until the transaction ends; True when the lock was taken just now.
+
+    Like :func:`lock_campaign`, False on SQLite (the write lock covers it). On PostgreSQL two submits of
+    one item (a double click, a retry racing its first try) run one after the other, so the second
+    finds the first's answer; submits of different items run side by side.
+    """
+    return _advisory_lock(session, _ITEM_LOCKS, item_id)
 
 
 def alembic_config(connection: Any = None) -> Any:

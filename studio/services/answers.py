@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
@@ -11,7 +11,7 @@ from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from studio.db import lock_campaign
+from studio.db import lock_campaign, lock_item
 from studio.models import Answer, AnswerPublic, AnswerRevision, Campaign, Item, UserPublic, utc_now
 from studio.schemas import AnswerValidationError, Pairwise, WorkflowSchema
 from studio.services.errors import Conflict, InvalidInput, NotFound, PermissionDenied
@@ -38,6 +38,9 @@ DEFAULT_MAX_SECONDS = 3600.0
 #: A client may report a little more time than the server measured (clock skew, page load).
 CLIENT_SECONDS_GRACE = 5.0
 MAX_SUBMISSION_ID = 128
+#: A submit whose lease expires within this margin decides under the campaign's queue lock (PostgreSQL), as if the
+#: lease had already expired: a transaction this long would otherwise race a ``next`` that sees the lease expired.
+LEASE_EXPIRY_MARGIN = timedelta(seconds=60)
 
 
 class SubmitResult(BaseModel):
@@ -146,15 +149,18 @@ def submit_answer(
     found, item, values = _checked_request(
         session, campaign=campaign, user=user, item_id=item_id, lease_id=lease_id, submission_id=submission_id,
         answers=answers, seconds_spent=seconds_spent, max_seconds_spent=max_seconds_spent)
-    # Everything above only reads; the queue lock covers the checks and writes below (short on PostgreSQL).
-    if lock_campaign(session, found.id):
-        item = item_row(session, item_id)  # read before the lock was taken: its answer_count may have moved since
+    # Everything above only reads; the item's lock covers the checks and writes below (PostgreSQL; SQLite's write
+    # lock already does). A live lease holds its slot, so filling it changes no other person's decision.
+    lock_item(session, item_id)
     retried = _retry_of(session, submission_id, user, item_id)
     if retried is not None:
         return SubmitResult(created=False, answer=retried)
     if has_answered(session, item_id, user.id):
         raise Conflict(f"item_id: you already answered item {item_id}; revise it with PUT .../answers/{item_id}")
     lease = own_lease(session, found, user, item_id, lease_id)
+    if lease.expires_at <= now + LEASE_EXPIRY_MARGIN and lock_campaign(session, found.id):
+        # An expired (or about to expire) lease's slot may be handed out meanwhile: decide under the queue lock.
+        item = item_row(session, item_id)
     _check_slot(session, found, item, lease, now)
     server_seconds = max(0.0, (now - lease.issued_at).total_seconds())
     answer = _store(

@@ -23,7 +23,15 @@ from sqlalchemy.engine import make_url
 
 from studio.api import AnswerOut, create_api
 from studio.app import SESSION_COOKIE, add_ui_redirect
-from studio.db import POOL_MAX_OVERFLOW, POOL_SIZE, create_db_engine, lock_campaign, read_session, write_session
+from studio.db import (
+    POOL_MAX_OVERFLOW,
+    POOL_SIZE,
+    create_db_engine,
+    lock_campaign,
+    lock_item,
+    read_session,
+    write_session,
+)
 from studio.models import (
     Answer,
     AuthToken,
@@ -155,6 +163,7 @@ def test_lock_campaign_says_when_earlier_reads_may_be_stale(db_url: str, corpus:
                                                             campaign: CampaignPublic) -> None:
     with write_session(corpus) as session:
         assert lock_campaign(session, campaign.id) is db_url.startswith("postgresql")
+        assert lock_item(session, 1) is db_url.startswith("postgresql")
 
 
 def test_a_view_built_after_the_write_session_equals_the_one_next_item_builds(
@@ -324,3 +333,29 @@ def test_models_returned_as_json_keep_the_documented_shape_status_and_bytes(
     for path, (method, code, model) in documented.items():
         schema = paths[path][method]["responses"][code]["content"]["application/json"]["schema"]
         assert schema["$ref"].endswith(f"/{model}")
+
+
+def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
+    db_url: str, corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic]
+) -> None:
+    """next → submit → retry over HTTP, every statement listed: a new query on the hot path shows up here first.
+
+    next: caller, campaign, live lease, next item, new lease (write session); the scenario (read session: the
+    "vote" campaign's items are scenarios). submit: caller, submission (read session: not a retry); campaign, item,
+    [item lock], submission, answered, lease, answer, item count, lease release (write session). retry: caller,
+    submission, campaign, item.
+    """
+    app = FastAPI()
+    app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
+    token = issue_token(corpus, users["annotator"])
+    with serve_in_thread(app) as base, httpx.Client(base_url=f"{base}/api/v1", headers={
+            "Authorization": f"Bearer {token}"}) as client, counted_statements(corpus) as statements:
+        item = client.get("/campaigns/vote/next").json()
+        body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": "s1", "answers": VOTE}
+        replies = [client.post("/campaigns/vote/answers", json=body) for _ in range(2)]
+    assert [reply.status_code for reply in replies] == [201, 200]
+    work = [statement.split()[0].upper() for statement in statements
+            if not statement.lstrip().upper().startswith(("BEGIN", "SELECT 1", "SELECT PG_ADVISORY"))]
+    assert work.count("SELECT") == 5 + 7 + 4 and work.count("INSERT") == 2 and work.count("UPDATE") == 2, statements
+    locks = [statement for statement in statements if "pg_advisory_xact_lock" in statement]
+    assert len(locks) == (2 if db_url.startswith("postgresql") else 0)  # next: the campaign; submit: the item
