@@ -127,16 +127,25 @@ def write_session(engine: Engine) -> Iterator[Session]:
 
 
 _CAMPAIGN_LOCKS, _ITEM_LOCKS = 4242, 4243  # advisory-lock namespaces: one key space per kind of thing locked
+_ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(:namespace, :key)")
 
 
 def _advisory_lock(session: Session, namespace: int, key: int) -> bool:
     if session.get_bind().dialect.name != "postgresql":
         return False
-    session.connection().execute(_ADVISORY_LOCK, {"namespace": namespace, "key": key})
+    core_connection(session).execute(_ADVISORY_LOCK, {"namespace": namespace, "key": key})
     return True
 
 
-_ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(:namespace, :key)")
+def core_connection(session: Session) -> Any:
+    """The session's connection in its transaction, for SQL Core statements on hot paths.
+
+    A statement sent here skips the ORM's execution layer (several times cheaper than ``session.execute``);
+    ORM changes still pending in the session are flushed first, so the statement sees them.
+    """
+    if session.new or session.dirty or session.deleted:
+        session.flush()
+    return session.connection()
 
 
 def lock_campaign(session: Session, campaign_id: int) -> bool:

@@ -10,6 +10,7 @@ from functools import lru_cache
 from sqlalchemy import Select, bindparam, select, update
 from sqlmodel import Session
 
+from studio.db import core_connection
 from studio.models import ROLES, AuditLog, AuthToken, User, UserPublic, utc_now
 from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from studio.services.text import is_unicode
@@ -132,8 +133,9 @@ def user_for_token(session: Session, *, token: str) -> UserPublic | None:
     """The active person a live (unexpired, unrevoked) token belongs to, or None. One indexed query."""
     if not is_unicode(token):
         return None
-    # Plain columns, not an ORM entity: this runs on every request, and identity-map bookkeeping is not free.
-    row = session.execute(_token_owner_query(), {"token_hash": hash_token(token), "now": utc_now()}).first()
+    # Plain columns on the session's connection, not an ORM entity: this runs on every request.
+    row = core_connection(session).execute(_token_owner_query(),
+                                           {"token_hash": hash_token(token), "now": utc_now()}).first()
     return None if row is None else UserPublic(**row._asdict())
 
 

@@ -15,10 +15,11 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Connection, Row, Select, Text, and_, bindparam, cast, exists, func, select, update
+from sqlalchemy import Row, Select, Text, and_, bindparam, cast, exists, func, select, update
 from sqlalchemy.sql.dml import Insert, Update
 from sqlmodel import Session
 
+from studio.db import core_connection
 from studio.models import Answer, AnswerPublic, Campaign, Item, Lease, ResponseRow, ScenarioRow, ScoreRow, Skip
 from studio.models.types import UTCDateTime
 from studio.schemas import WorkflowSchema
@@ -35,13 +36,6 @@ class CampaignState:
     people_per_item: int
     pair_seed: str
     schema: WorkflowSchema
-
-
-def connection(session: Session) -> Connection:
-    """The session's connection in its transaction, after flushing ORM changes still pending in the session."""
-    if session.new or session.dirty or session.deleted:
-        session.flush()
-    return session.connection()
 
 
 def _now_param() -> Any:
@@ -64,7 +58,7 @@ def parsed_schema(snapshot_json: str) -> WorkflowSchema:
 
 
 def campaign_row(session: Session, name: str) -> CampaignState | None:
-    row = connection(session).execute(_campaign_query(), {"name": name}).first()
+    row = core_connection(session).execute(_campaign_query(), {"name": name}).first()
     if row is None:
         return None
     return CampaignState(id=row.id, name=row.name, status=row.status, eligible_roles=tuple(row.eligible_roles),
@@ -88,7 +82,7 @@ def _item_query() -> Select:
 
 def item_row(session: Session, item_id: int) -> Row | None:
     """The item's columns (id, campaign_id, position, answer_count, scenario_id, response_id, response_b_id)."""
-    return connection(session).execute(_item_query(), {"item_id": item_id}).first()
+    return core_connection(session).execute(_item_query(), {"item_id": item_id}).first()
 
 
 @lru_cache(maxsize=2)
@@ -120,7 +114,7 @@ def candidate_item(session: Session, campaign: CampaignState, user_id: int, now:
                    skipped: bool) -> Row | None:
     """The first open item for this person, among the ones they skipped or the ones they did not."""
     bound = {"campaign_id": campaign.id, "quota": campaign.people_per_item, "user_id": user_id, "now": now}
-    return connection(session).execute(_candidate_query(skipped), bound).first()
+    return core_connection(session).execute(_candidate_query(skipped), bound).first()
 
 
 @lru_cache(maxsize=1)
@@ -137,7 +131,7 @@ def _live_lease_query() -> Select:
 def live_lease_of(session: Session, campaign_id: int, user_id: int, now: datetime) -> Row | None:
     """This person's live lease in the campaign (the newest), if any."""
     bound = {"campaign_id": campaign_id, "user_id": user_id, "now": now}
-    return connection(session).execute(_live_lease_query(), bound).first()
+    return core_connection(session).execute(_live_lease_query(), bound).first()
 
 
 @lru_cache(maxsize=1)
@@ -146,7 +140,7 @@ def _lease_query() -> Select:
 
 
 def lease_row(session: Session, lease_id: str) -> Row | None:
-    return connection(session).execute(_lease_query(), {"lease_id": lease_id}).first()
+    return core_connection(session).execute(_lease_query(), {"lease_id": lease_id}).first()
 
 
 @lru_cache(maxsize=1)
@@ -156,7 +150,7 @@ def _insert_lease() -> Insert:
 
 def insert_lease(session: Session, **values: Any) -> None:
     """Insert a lease (id, campaign_id, item_id, user_id, issued_at, expires_at)."""
-    connection(session).execute(_insert_lease(), values)
+    core_connection(session).execute(_insert_lease(), values)
 
 
 @lru_cache(maxsize=1)
@@ -166,7 +160,7 @@ def _release_lease() -> Update:
 
 
 def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str) -> None:
-    connection(session).execute(_release_lease(), {"lease_id": lease_id, "released_at": at, "outcome": outcome})
+    core_connection(session).execute(_release_lease(), {"lease_id": lease_id, "released_at": at, "outcome": outcome})
 
 
 @lru_cache(maxsize=1)
@@ -178,7 +172,7 @@ def _live_lease_count_query() -> Select:
 def live_lease_count(session: Session, item_id: int, now: datetime, *, excluding: str = "") -> int:
     """Leases on ``item_id`` that are neither released nor expired (not counting lease ``excluding``)."""
     bound = {"item_id": item_id, "now": now, "excluding": excluding}
-    return connection(session).execute(_live_lease_count_query(), bound).scalar_one()
+    return core_connection(session).execute(_live_lease_count_query(), bound).scalar_one()
 
 
 @lru_cache(maxsize=1)
@@ -188,7 +182,7 @@ def _by_submission_query() -> Select:
 
 def answer_by_submission(session: Session, submission_id: str) -> AnswerPublic | None:
     """The answer stored under ``submission_id`` (unique across the store), if any."""
-    row = connection(session).execute(_by_submission_query(), {"submission_id": submission_id}).first()
+    row = core_connection(session).execute(_by_submission_query(), {"submission_id": submission_id}).first()
     return None if row is None else AnswerPublic.model_construct(**row._asdict())
 
 
@@ -198,7 +192,8 @@ def _answered_query() -> Select:
 
 
 def has_answered(session: Session, item_id: int, user_id: int) -> bool:
-    return connection(session).execute(_answered_query(), {"item_id": item_id, "user_id": user_id}).first() is not None
+    bound = {"item_id": item_id, "user_id": user_id}
+    return core_connection(session).execute(_answered_query(), bound).first() is not None
 
 
 @lru_cache(maxsize=1)
@@ -216,7 +211,7 @@ def insert_answer(session: Session, **values: Any) -> AnswerPublic:
 
     Raises the driver's ``IntegrityError`` when (item, person) or the submission_id is already stored.
     """
-    conn = connection(session)
+    conn = core_connection(session)
     values = {**values, "revision": 0}
     answer_id = conn.execute(_insert_answer(), values).inserted_primary_key[0]
     conn.execute(_count_answer(), {"item_id": values["item_id"]})
@@ -229,11 +224,11 @@ def _by_id_query(table: Any) -> Select:
 
 
 def scenario_row(session: Session, scenario_id: str) -> Row | None:
-    return connection(session).execute(_by_id_query(ScenarioRow.__table__), {"row_id": scenario_id}).first()
+    return core_connection(session).execute(_by_id_query(ScenarioRow.__table__), {"row_id": scenario_id}).first()
 
 
 def response_row(session: Session, response_id: int) -> Row | None:
-    return connection(session).execute(_by_id_query(ResponseRow.__table__), {"row_id": response_id}).first()
+    return core_connection(session).execute(_by_id_query(ResponseRow.__table__), {"row_id": response_id}).first()
 
 
 @lru_cache(maxsize=1)
@@ -242,4 +237,4 @@ def _score_query() -> Select:
 
 
 def score_row(session: Session, response_id: int) -> Row | None:
-    return connection(session).execute(_score_query(), {"response_id": response_id}).first()
+    return core_connection(session).execute(_score_query(), {"response_id": response_id}).first()
