@@ -10,6 +10,10 @@ item, N annotator accounts logged in beforehand. Three bounded phases, same clie
 3. ``noop``: three authenticated ``GET /api/v1/_noop`` per cycle (an annotating cycle is three
    requests too), no pauses: the ceiling of HTTP + auth on this machine, for the ratio.
 
+Phases 2 and 3 alternate in ``--rounds`` short slices (A B B A A B ...) rather than running one after
+the other, so a shared machine that speeds up or slows down during the run weighs on both alike; the
+report pools the slices and prints each round's ratio too.
+
 Every submit is retried once; the retry must answer 200 with the same stored answer. At the end the
 answers are read from the database and compared with the acknowledged ones: exit status 1 if any was
 lost, doubled or altered, or a retry did not return the stored answer.
@@ -142,6 +146,11 @@ def _cpu_ratio(flat: PhaseResult, noop: PhaseResult) -> str:
     return f"{(noop.server_cpu_s / noop.cycles) / (flat.server_cpu_s / flat.cycles):.2f}"
 
 
+def _round_ratios(flat: PhaseResult, noop: PhaseResult) -> str:
+    pairs = zip(flat.slices, noop.slices, strict=True)
+    return " ".join(f"{a.cycles_per_s / b.cycles_per_s:.2f}" if b.cycles_per_s else "-" for a, b in pairs)
+
+
 def report(phases: list[PhaseResult], integrity: Integrity, store: BenchStore) -> str:
     """The figures as a plain-text table."""
     lines = [f"store {store.database_url}: campaign {store.campaign}, {store.items} items x "
@@ -167,6 +176,7 @@ def report(phases: list[PhaseResult], integrity: Integrity, store: BenchStore) -
         f"(1) paced p95 next+submit: {percentiles(paced.cycle_ms)[1]:.1f} ms (goal < 150 ms)",
         f"(2) flat-out: {flat.cycles_per_s:.1f} answers/s vs noop {noop.cycles_per_s:.1f} cycles/s "
         f"({noop.requests / noop.seconds:.1f} req/s): ratio {ratio:.2f} (goal >= 0.5)",
+        "    per round (flat-out / no-op, slices side by side): " + _round_ratios(flat, noop),
         f"    server CPU per cycle: answering {_server_ms_per_cycle(flat).strip()} ms, no-op "
         f"{_server_ms_per_cycle(noop).strip()} ms: CPU-bound ratio {_cpu_ratio(flat, noop)}",
         "    (srv CPU: share of one core the server used; others: cores busy with other processes meanwhile)",
@@ -188,17 +198,44 @@ async def drive(store: BenchStore, base_url: str, args: argparse.Namespace, serv
         await warm_up(clients)
         common = {"campaign": store.campaign, "seconds": args.seconds, "seed": args.seed, "server_pid": server_pid}
         paced = await run_phase("paced", clients, pause=(args.pause_min, args.pause_max), noop=False, **common)
-        flat = await run_phase("flat-out", clients, pause=None, noop=False, **common)
-        noop = await run_phase("noop", clients, pause=None, noop=True, **common)
+        common["seconds"] = args.seconds / args.rounds
+        slices: dict[str, list[PhaseResult]] = {"flat-out": [], "noop": []}
+        for number in range(args.rounds):
+            # A B, then B A: alternating short slices cancel a machine whose speed drifts during the run.
+            for name in ("flat-out", "noop") if number % 2 == 0 else ("noop", "flat-out"):
+                slices[name].append(await run_phase(name, clients, pause=None, noop=name == "noop", **common))
     finally:
         await asyncio.gather(*(client.aclose() for client in clients))
-    return [paced, flat, noop]
+    return [paced, merge_phases("flat-out", slices["flat-out"]), merge_phases("noop", slices["noop"])]
+
+
+def merge_phases(name: str, parts: list[PhaseResult]) -> PhaseResult:
+    """One phase's figures from its slices: counts, times and CPU summed, samples pooled; ``slices`` kept."""
+    merged = PhaseResult(name=name, clients=parts[0].clients, slices=parts)
+    for part in parts:
+        merged.seconds += part.seconds
+        merged.cycles += part.cycles
+        merged.requests += part.requests
+        merged.cycle_ms += part.cycle_ms
+        merged.retry_ms += part.retry_ms
+        merged.acknowledged.update(part.acknowledged)
+        merged.unacknowledged |= part.unacknowledged
+        merged.retry_mismatches += part.retry_mismatches
+        merged.errors.update(part.errors)
+        merged.exhausted_clients = max(merged.exhausted_clients, part.exhausted_clients)
+        merged.generator_cpu_s += part.generator_cpu_s
+    for field in ("server_cpu_s", "machine_busy_s"):
+        values = [getattr(part, field) for part in parts]
+        setattr(merged, field, None if None in values else sum(values))
+    return merged
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=50, help="simulated annotators (default 50)")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each phase (default 20)")
+    parser.add_argument("--rounds", type=int, default=4,
+                        help="flat-out and no-op alternate in this many rounds of seconds/rounds each (default 4)")
     parser.add_argument("--db", default=None, help="store URL (default: a new SQLite file in a temporary folder)")
     parser.add_argument("--items", type=int, default=2000, help="scenarios = campaign items (default 2000)")
     parser.add_argument("--people-per-item", type=int, default=20, help="campaign quota per item (default 20)")

@@ -45,6 +45,7 @@ class PhaseResult:
     generator_cpu_s: float = 0.0
     server_cpu_s: float | None = None
     machine_busy_s: float | None = None  # CPU seconds spent by every process on the machine (/proc/stat)
+    slices: list[PhaseResult] = field(default_factory=list)  # the parts a merged phase was pooled from
 
     @property
     def cycles_per_s(self) -> float:

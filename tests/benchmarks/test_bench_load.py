@@ -1,0 +1,51 @@
+"""The load benchmark itself runs: a small served studio, every phase, the integrity check against the store."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+
+
+@pytest.fixture
+def bench_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    import bench_load
+
+    yield bench_load
+    for name in ("bench_load", "load_clients", "load_store"):
+        sys.modules.pop(name, None)
+
+
+def test_a_small_run_reports_every_phase_and_finds_nothing_lost(
+    bench_load: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    status = bench_load.main(["--clients", "4", "--seconds", "2", "--rounds", "2", "--items", "40",
+                              "--people-per-item", "3", "--pause-min", "0.05", "--pause-max", "0.1",
+                              "--work-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert "RESULT: OK (0 lost, 0 doubled)" in out
+    rounds = next(line for line in out.splitlines() if "per round" in line)
+    assert len(rounds.split(":", 1)[1].split()) == 2  # one ratio per round
+    for phase in ("paced", "flat-out", "noop"):
+        row = next(line for line in out.splitlines() if line.startswith(phase + " "))
+        assert int(row.split()[3]) > 0, row  # cycles completed
+
+
+def test_slices_pool_into_one_phase(bench_load: ModuleType) -> None:
+    from load_clients import PhaseResult
+
+    first = PhaseResult(name="noop", clients=2, seconds=1.0, cycles=10, requests=30, cycle_ms=[1.0],
+                        generator_cpu_s=0.5, server_cpu_s=0.25, machine_busy_s=1.0)
+    second = PhaseResult(name="noop", clients=2, seconds=3.0, cycles=20, requests=60, cycle_ms=[2.0, 3.0],
+                         generator_cpu_s=0.5, server_cpu_s=None, machine_busy_s=2.0)
+    merged = bench_load.merge_phases("noop", [first, second])
+    assert (merged.seconds, merged.cycles, merged.requests, merged.cycle_ms) == (4.0, 30, 90, [1.0, 2.0, 3.0])
+    assert merged.cycles_per_s == 7.5 and merged.generator_cpu_s == 1.0 and merged.machine_busy_s == 3.0
+    assert merged.server_cpu_s is None and merged.slices == [first, second]
