@@ -1,9 +1,10 @@
 """The Annotate tab: Gradio wiring only; the flow lives in :mod:`studio.ui.flow`.
 
-One form per workflow schema is built up front (hidden); choosing a campaign shows its item and
-its schema's form. Every handler takes ``gr.Request``, re-resolves the caller from the session
-token and goes through the services, so an annotator calling an expert campaign's handler through
-``/gradio_api/call/*`` is refused by the service, not by a hidden component.
+One form per distinct workflow schema (``studio.ui.flow.form_key``) is built up front (hidden);
+choosing a campaign shows its item and the form of the schema it was created with. Every handler
+takes ``gr.Request``, re-resolves the caller from the session token and goes through the services,
+so an annotator calling an expert campaign's handler through ``/gradio_api/call/*`` is refused by
+the service, not by a hidden component.
 """
 
 # No `from __future__ import annotations` here: Gradio injects `gr.Request` only when it can resolve
@@ -18,6 +19,8 @@ from studio.ui.flow import DEFAULT_LIMITS, ItemState, Panel, QueueLimits, campai
 from studio.ui.forms import answers_from_form, build_component, empty_value
 from studio.ui.render import render_message
 
+NO_FORM_YET = ("This campaign was created after the studio started, from a schema it has no form for yet. "
+               "Ask an administrator to restart the studio.")
 SHORTCUTS_HELP = (
     "**Keyboard:** digits **1–9** choose an option in the first unanswered question, **Enter** submits, "
     "**S** skips (not while typing in a text box)."
@@ -42,6 +45,7 @@ class AnnotateTab:
         self.forms: dict[str, Any] = {}
         self.fields: dict[str, list[Any]] = {}
         self.buttons: dict[str, tuple[Any, Any]] = {}
+        self.elem_names: dict[str, str] = {}  # form key -> the name in its element ids
 
     def build(self) -> None:
         """Create the tab's components inside the current ``gr.Blocks`` and wire their events."""
@@ -56,22 +60,25 @@ class AnnotateTab:
         with gr.Accordion("Persona (the companion's character sheet)", open=False, elem_id="h2h-persona-box"):
             self.persona = gr.HTML(elem_id="h2h-persona", js_on_load=None)
         self.chat = gr.HTML(elem_id="h2h-chat", js_on_load=None)
-        for name, schema in self.schemas.items():
-            self._build_form(name, schema)
+        for key, schema in self.schemas.items():
+            self._build_form(key, schema)
         gr.Markdown(SHORTCUTS_HELP, elem_id="h2h-shortcuts")
         self._wire()
 
-    def _build_form(self, name: str, schema: WorkflowSchema) -> None:
+    def _build_form(self, key: str, schema: WorkflowSchema) -> None:
         import gradio as gr
 
+        # Element ids name the schema; a second version of one schema adds its digest so ids stay unique.
+        name = schema.name if schema.name not in self.elem_names.values() else key.replace("@", "-")
+        self.elem_names[key] = name
         with gr.Column(visible=False, elem_id=f"h2h-form-{name}", elem_classes=["h2h-form"]) as form:
             gr.Markdown(f"### {schema.title}\n\n{schema.instructions}")
             fields = [build_component(question, elem_id=f"q-{name}-{question.id}") for question in schema.questions]
             with gr.Row():
                 submit_button = gr.Button("Submit (Enter)", variant="primary", elem_classes=["h2h-submit"])
                 skip_button = gr.Button("Skip (S)", elem_classes=["h2h-skip"])
-        self.forms[name], self.fields[name] = form, fields
-        self.buttons[name] = (submit_button, skip_button)
+        self.forms[key], self.fields[key] = form, fields
+        self.buttons[key] = (submit_button, skip_button)
 
     def _panel_outputs(self) -> list[Any]:
         return [self.state, self.chat, self.persona, self.progress, self.message, *self.forms.values()]
@@ -79,16 +86,20 @@ class AnnotateTab:
     def _panel_values(self, panel: Panel) -> list[Any]:
         import gradio as gr
 
-        visibility = [gr.Column(visible=(name == panel.schema_name)) for name in self.forms]
-        return [panel.state, panel.chat_html, panel.persona_html, panel.progress_html, panel.message_html, *visibility]
+        visibility = [gr.Column(visible=(key == panel.form_key)) for key in self.forms]
+        message = panel.message_html
+        if panel.form_key is not None and panel.form_key not in self.forms:
+            # Forms are built when the studio starts: a campaign created since with a new schema version has none.
+            message = render_message(NO_FORM_YET, kind="error")
+        return [panel.state, panel.chat_html, panel.persona_html, panel.progress_html, message, *visibility]
 
     def _error_values(self, error: Exception, state: ItemState | None) -> list[Any]:
         """Keep the item (if any) on screen and show why the call failed (a ServiceError's text is safe to show)."""
         import gradio as gr
 
-        shown = state.schema_name if state is not None else None
+        shown = state.form_key if state is not None else None
         # Layouts cannot take gr.skip(): their visibility is restated instead.
-        visibility = [gr.Column(visible=(name == shown)) for name in self.forms]
+        visibility = [gr.Column(visible=(key == shown)) for key in self.forms]
         kept = [gr.skip()] * 3 if state is not None else ["", "", gr.skip()]
         return [state, *kept, render_message(str(error), kind="error"), *visibility]
 
@@ -111,9 +122,9 @@ class AnnotateTab:
         shown = self.campaign.change(choose, inputs=[self.campaign], outputs=self._panel_outputs(),
                                      api_visibility="private")
         shown.then(None, js="() => { if (document.activeElement) document.activeElement.blur(); }")
-        for name, schema in self.schemas.items():
-            submit_button, skip_button = self.buttons[name]
-            fields = self.fields[name]
+        for key, schema in self.schemas.items():
+            submit_button, skip_button = self.buttons[key]
+            fields = self.fields[key]
             outputs = [*self._panel_outputs(), *fields]
             # A set of inputs reaches the handler as one {component: value} dict, which leaves room for the
             # `request` parameter Gradio injects (it cannot follow a *values parameter).

@@ -47,22 +47,24 @@ document.addEventListener('keydown', function (event) {
 
 
 def form_schemas(engine: Engine, directory: Any = None) -> dict[str, WorkflowSchema]:
-    """The workflows to build forms for: the bundled YAML files, overridden by each campaign's snapshot.
+    """The workflows to build forms for, by form key: the bundled YAML files and every campaign's snapshot.
 
-    A campaign validates answers against the schema it was created with, so its form must be built
-    from that snapshot too.
+    A campaign validates answers against the schema it was created with, so its form is built from
+    that snapshot; campaigns of one schema name created from different versions of the file get one
+    form each (``studio.ui.flow.form_key``), equal schemas share one.
     """
     from sqlmodel import select
 
     from studio.db import read_session
     from studio.models import Campaign
+    from studio.ui.flow import form_key
 
-    schemas = dict(load_schemas(directory))
+    schemas = list(load_schemas(directory).values())
     with read_session(engine) as session:
         for campaign in session.exec(select(Campaign).order_by(Campaign.id)).all():
             if campaign.schema_snapshot:
-                schemas[campaign.schema_name] = WorkflowSchema.model_validate(campaign.schema_snapshot)
-    return schemas
+                schemas.append(WorkflowSchema.model_validate(campaign.schema_snapshot))
+    return {form_key(schema): schema for schema in schemas}
 
 
 def build_ui(engine: Engine, *, schemas: dict[str, WorkflowSchema] | None = None, limits: Any = None) -> Any:

@@ -8,6 +8,7 @@ holds (hidden components, state) is trusted for authorisation.
 
 from __future__ import annotations
 
+import hashlib
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ class ItemState:
     """The item on screen, kept server-side (``gr.State``) between the show and the submit."""
 
     campaign: str
-    schema_name: str
+    form_key: str
     item_id: int
     lease_id: str
     submission_id: str
@@ -43,14 +44,24 @@ DEFAULT_LIMITS = QueueLimits()
 
 @dataclass(frozen=True)
 class Panel:
-    """What the annotate page shows after a call; ``schema_name`` picks the form (None: no form)."""
+    """What the annotate page shows after a call; ``form_key`` picks the form (None: no form)."""
 
     state: ItemState | None
     chat_html: str
     persona_html: str
     progress_html: str
     message_html: str
-    schema_name: str | None
+    form_key: str | None
+
+
+def form_key(schema: Any) -> str:
+    """The key of the form built for ``schema`` (a ``WorkflowSchema``): its name and a digest of its content.
+
+    Two campaigns of one schema name created from different versions of its YAML file answer different
+    questions, so each needs its own form; equal schemas share one.
+    """
+    digest = hashlib.sha256(schema.model_dump_json().encode("utf-8")).hexdigest()[:12]
+    return f"{schema.name}@{digest}"
 
 
 def current_user(engine: Engine, token: str | None) -> Any:
@@ -101,14 +112,14 @@ def show_next(
     the panel carries no state and no form.
     """
     from studio.db import write_session
-    from studio.services.queue import get_campaign, next_item
+    from studio.services.queue import campaign_state, next_item
 
     user = current_user(engine, token)
     if not campaign:
         return Panel(None, "", "", "", render_message("Choose a campaign to start."), None)
     with write_session(engine) as session:
         view = next_item(session, campaign=campaign, user=user, lease_seconds=limits.lease_seconds)
-        schema_name = get_campaign(session, campaign).schema_name
+        form = form_key(campaign_state(session, campaign).schema)
     progress = _progress_html(engine, campaign, user)
     prefix = f"{note} " if note else ""
     if view is None:
@@ -117,14 +128,14 @@ def show_next(
     content = dict(view.content)
     state = ItemState(
         campaign=campaign,
-        schema_name=schema_name,
+        form_key=form,
         item_id=view.item_id,
         lease_id=view.lease_id,
         submission_id=uuid.uuid4().hex,
     )
     message = render_message(prefix + "Answer the questions below, then submit.")
     return Panel(state, render_item(content), render_persona(content.get("persona")), progress, message,
-                 state.schema_name)
+                 state.form_key)
 
 
 def submit(

@@ -302,7 +302,7 @@ def test_a_state_forged_by_the_client_is_ignored(guarded: Studio) -> None:
     with signed_in_client(guarded, "annotator01") as client:
         dependencies = client.get("/ui/config").json()["dependencies"]
         submit = next(entry for entry in dependencies if entry["api_name"] == "on_submit")
-        forged = {"campaign": "test-adjudication", "schema_name": "adjudication", "item_id": 1, "lease_id": "x",
+        forged = {"campaign": "test-adjudication", "form_key": "adjudication", "item_id": 1, "lease_id": "x",
                   "submission_id": "forged"}
         result = call_dependency(client, submit, [forged] + [None] * (len(submit["inputs"]) - 1))
     assert result["success"] is True and "Nothing to submit." in json.dumps(result["output"]["data"])

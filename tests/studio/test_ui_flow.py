@@ -11,9 +11,12 @@ from sqlmodel import select
 
 from studio.db import create_db_engine, read_session, write_session
 from studio.models import Answer, User
+from studio.schemas import load_schemas
 from studio.services.auth import login
+from studio.services.campaigns import create_campaign
 from studio.services.errors import NotAuthenticated, PermissionDenied
-from studio.ui.flow import campaign_choices, current_user, show_next, skip, submit
+from studio.ui.app import form_schemas
+from studio.ui.flow import campaign_choices, current_user, form_key, show_next, skip, submit
 from tests.browser.store_fixture import HOSTILE_TEXT, PASSWORD, build_store
 
 
@@ -58,7 +61,7 @@ def test_an_annotator_cannot_open_an_expert_campaign(engine: Engine) -> None:
 
 def test_show_next_renders_the_item_escaped_and_hides_the_model(engine: Engine) -> None:
     panel = show_next(engine, token_for(engine, "annotator02"), "test-sap_safety")
-    assert panel.state is not None and panel.schema_name == "sap_safety"
+    assert panel.state is not None and panel.form_key == form_key(load_schemas()["sap_safety"])
     assert "<script>" not in panel.chat_html and "<img" not in panel.chat_html
     assert "&lt;script&gt;" in panel.chat_html
     assert "demo-alpha" not in panel.chat_html and "with_sap" not in panel.chat_html
@@ -88,5 +91,33 @@ def test_skip_puts_the_item_last_for_this_person(engine: Engine) -> None:
 
 def test_without_a_campaign_there_is_no_item_and_no_form(engine: Engine) -> None:
     panel = show_next(engine, token_for(engine, "annotator01"), None)
-    assert panel.state is None and panel.schema_name is None
+    assert panel.state is None and panel.form_key is None
     assert "Choose a campaign" in panel.message_html
+
+
+def test_campaigns_of_two_versions_of_one_schema_get_a_form_each(tmp_path: Path) -> None:
+    """A YAML file edited between two campaigns: each campaign shows the form of the version it was created with."""
+    store = build_store(tmp_path, annotators=1, experts=0)
+    engine = create_db_engine(store.database_url)
+    try:
+        bundled = load_schemas()["crowd_vote"]
+        edited = bundled.model_copy(update={"title": "Crowd vote, second version"})
+        with write_session(engine) as session:
+            create_campaign(session, name="vote-v2", schema=edited, people_per_item=3)
+        forms = form_schemas(engine)
+        assert forms[form_key(bundled)] == bundled and forms[form_key(edited)] == edited
+        assert form_key(bundled) != form_key(edited) and form_key(bundled).startswith("crowd_vote@")
+        token = token_for(engine, "annotator01")
+        assert show_next(engine, token, "test-crowd_vote").form_key == form_key(bundled)
+        assert show_next(engine, token, "vote-v2").form_key == form_key(edited)
+    finally:
+        engine.dispose()
+
+
+def test_a_campaign_without_a_built_form_says_so_instead_of_showing_no_questions(engine: Engine) -> None:
+    from studio.ui.annotate import NO_FORM_YET, AnnotateTab
+    from studio.ui.render import render_message
+
+    panel = show_next(engine, token_for(engine, "annotator03"), "test-crowd_vote")
+    values = AnnotateTab(engine, schemas={})._panel_values(panel)  # a studio started before the campaign existed
+    assert values[4] == render_message(NO_FORM_YET, kind="error") and values[0] == panel.state
