@@ -83,13 +83,16 @@ async def noop(call: Call, _campaign: str) -> None:
             raise RuntimeError(f"_noop answered {status}: {reply}")
 
 
-async def measure(cycles: int, repeats: int) -> dict[str, list[float]]:
-    """CPU milliseconds per cycle (annotating and three no-ops), ``repeats`` times each, after a warm-up."""
+async def measure(cycles: int, repeats: int, database_url: str | None = None) -> dict[str, list[float]]:
+    """CPU milliseconds per cycle (annotating and three no-ops), ``repeats`` times each, after a warm-up.
+
+    ``database_url``: an empty store to prepare (default: a new SQLite file in a temporary folder).
+    """
     from studio.db import create_db_engine, write_session
     from studio.services.auth import login
 
     work = Path(tempfile.mkdtemp(prefix="h2h-inprocess-"))
-    url = f"sqlite:///{work / 'bench.sqlite'}"
+    url = database_url or f"sqlite:///{work / 'bench.sqlite'}"
     store = prepare_store(url, work, tag="inproc", scenarios=cycles * repeats + 100, people_per_item=20,
                           annotators=1)
     engine = create_db_engine(url)
@@ -115,8 +118,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cycles", type=int, default=100)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--db", default=None, help="an empty store URL (default: a new SQLite file)")
     args = parser.parse_args()
-    figures = asyncio.run(measure(args.cycles, args.repeats))
+    figures = asyncio.run(measure(args.cycles, args.repeats, args.db))
     for name, values in figures.items():
         print(f"{name:<10} CPU ms/cycle: " + " ".join(f"{value:.2f}" for value in values) + f" (min {min(values):.2f})")
     print(f"CPU-bound ratio (min noop / min answering): {min(figures['noop']) / min(figures['answering']):.2f}")
