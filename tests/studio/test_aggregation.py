@@ -81,6 +81,27 @@ def test_crowd_majority_sets_statuses_and_opens_review_items_once(
     assert (dlg3.crowd_votes, dlg3.crowd_agreement, dlg3.disagreement) == (2, 0.5, True)
 
 
+def test_disputes_already_in_an_open_review_campaign_wait_for_its_experts_without_new_items(
+    store: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str
+) -> None:
+    """An expert-review campaign opened by hand over every scenario (as ``h2h demo`` does): the crowd's disputed
+    scenarios go ``in_review`` (for that campaign's experts), no item is added (they are there already) and no
+    ``<crowd>-review`` campaign is opened."""
+    with write_session(store) as session:
+        create_campaign(session, name="by-hand-review", schema=load_schemas()["expert_review"])
+    before = review_items(store, "by-hand-review")
+    assert {"dlg-3", "iti-2", "iti-3"} <= set(before)
+    crowd_vote(store, password_hash)
+    with write_session(store) as session:
+        summary = aggregate_campaign(session, campaign="vote", user=users["curator"])
+    assert (summary.review_campaign, summary.review_items_opened) == ("by-hand-review", 0)
+    assert review_items(store, "by-hand-review") == before
+    disputed = {sid: status for sid, status in statuses(store).items() if sid in ("dlg-3", "iti-2", "iti-3")}
+    assert disputed == dict.fromkeys(("dlg-3", "iti-2", "iti-3"), ("in_review", "crowd:vote"))
+    with read_session(store) as session:
+        assert session.execute(select(func.count(Campaign.id))).scalar_one() == 2  # no "vote-review" was opened
+
+
 def test_incomplete_items_wait_until_the_campaign_closes(
     store: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str
 ) -> None:
