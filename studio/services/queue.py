@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from functools import lru_cache
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import Select, bindparam, select
@@ -45,6 +46,7 @@ from studio.services.text import is_unicode, safe_text
 DEFAULT_LEASE_SECONDS = 600
 _CAMPAIGNS_BY_NAME = "h2h_campaigns_by_name"  # key in ``Session.info``: the campaigns this session looked up
 _CAMPAIGN_STATES = "h2h_campaign_states"  # key in ``Session.info``: the campaign states this session read
+Found = TypeVar("Found")
 
 
 class ItemView(BaseModel):
@@ -71,17 +73,10 @@ def get_campaign(session: Session, name: str) -> Campaign:
     answer as shown), and a second SELECT would hand back the very same identity-mapped object
     anyway. Campaigns are never renamed or deleted, so the name keeps pointing at that row.
     """
-    if not is_unicode(name):
-        raise NotFound(f"campaign: no campaign {safe_text(name)!r}")
-    known: dict[str, Campaign] = session.info.setdefault(_CAMPAIGNS_BY_NAME, {})
-    cached = known.get(name)
-    if cached is not None and cached in session:
-        return cached
-    campaign = session.execute(_campaign_by_name_query(), {"name": name}).scalars().first()
-    if campaign is None:
-        raise NotFound(f"campaign: no campaign {name!r}")
-    known[name] = campaign
-    return campaign
+    def load(known: str) -> Campaign | None:
+        return session.execute(_campaign_by_name_query(), {"name": known}).scalars().first()
+
+    return _once_per_session(session, _CAMPAIGNS_BY_NAME, name, load, still_valid=lambda found: found in session)
 
 
 def campaign_schema(campaign: Campaign) -> WorkflowSchema:
@@ -92,19 +87,24 @@ def campaign_schema(campaign: Campaign) -> WorkflowSchema:
 def campaign_state(session: Session, name: str) -> CampaignState:
     """What answering needs of the campaign called ``name`` (plain columns, parsed schema); ``NotFound`` otherwise.
 
-    Read once per session: a request asks for its campaign several times (checks, then the answer as
-    shown). Campaigns are never renamed or deleted; their status is read again by the next session.
+    Read once per session, like :func:`get_campaign`; the next session reads the status again.
     """
+    return _once_per_session(session, _CAMPAIGN_STATES, name, lambda known: campaign_row(session, known))
+
+
+def _once_per_session(session: Session, slot: str, name: str, load: Callable[[str], Found | None],
+                      still_valid: Callable[[Found], bool] = lambda _found: True) -> Found:
+    """``load(name)`` the first time this session asks for ``name`` in ``slot``, the same object after that."""
     if not is_unicode(name):
         raise NotFound(f"campaign: no campaign {safe_text(name)!r}")
-    known: dict[str, CampaignState] = session.info.setdefault(_CAMPAIGN_STATES, {})
-    state = known.get(name)
-    if state is None:
-        state = campaign_row(session, name)
-        if state is None:
+    known: dict[str, Found] = session.info.setdefault(slot, {})
+    found = known.get(name)
+    if found is None or not still_valid(found):
+        found = load(name)
+        if found is None:
             raise NotFound(f"campaign: no campaign {name!r}")
-        known[name] = state
-    return state
+        known[name] = found
+    return found
 
 
 def require_answerable(campaign: Campaign | CampaignState, user: UserPublic) -> None:
