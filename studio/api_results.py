@@ -115,11 +115,14 @@ def _add_statistics_routes(router: APIRouter, engine: Engine) -> None:
 
     @router.post("/results/aggregate", response_model=list[AggregationSummary], tags=["results"])
     def aggregate(token: BearerToken, campaign: str | None = None) -> list[AggregationSummary]:
-        with write_session(engine) as session:
+        with read_session(engine) as session:  # the long read, off the write lock (see studio.services.aggregation)
             user = auth.signed_in(session, token=token)
+            answers = aggregation.answers_to_aggregate(session, campaign=campaign, user=user)
+        with write_session(engine) as session:
             if campaign is not None:
-                return [aggregation.aggregate_campaign(session, campaign=campaign, user=user)]
-            return aggregation.aggregate_all(session, user=user)
+                return [aggregation.aggregate_campaign(session, campaign=campaign, user=user,
+                                                       answers=answers[campaign])]
+            return aggregation.aggregate_all(session, user=user, answers=answers)
 
 
 def _add_figure_routes(router: APIRouter, engine: Engine) -> None:

@@ -17,11 +17,10 @@ def aggregate_command(campaign: str | None, db_url: str | None) -> None:
 
     Idempotent: running it again changes nothing more. Prints one JSON summary line per campaign.
     """
-    from studio.db import write_session
-    from studio.services.aggregation import aggregate_all, aggregate_campaign
+    from studio.services.aggregation import aggregate
 
-    with open_store(db_url) as engine, write_session(engine) as session:
-        summaries = [aggregate_campaign(session, campaign=campaign)] if campaign else aggregate_all(session)
+    with open_store(db_url) as engine:
+        summaries = aggregate(engine, campaign=campaign or None)
     if not summaries:
         click.echo("no campaign to aggregate", err=True)
     for summary in summaries:

@@ -11,6 +11,11 @@
 Only *complete* items count: answered by the campaign's quota (``min_people_per_item`` for a median), or any
 answered item once the campaign is closed. Every write compares first, so a second run changes nothing; a status
 set by a curator is never overwritten by aggregation.
+
+Reading the answers is the long part of a run: :func:`aggregate` (and the API route) reads them in a read session
+first (:func:`answers_to_aggregate`) and applies the rules in a second, write session, so that on SQLite the write
+lock, which every submit waits for, is not held while they are read. Answers stored in between count at the next
+run, as answers stored just after a run do.
 """
 
 from __future__ import annotations
@@ -18,13 +23,13 @@ from __future__ import annotations
 import logging
 import secrets
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, Field
-from sqlalchemy import func, insert, select
+from sqlalchemy import Engine, func, insert, select
 from sqlmodel import Session
 
 from studio.models import AuditLog, Campaign, Item, ResponseRow, ScoreRow, UserPublic, utc_now
@@ -332,10 +337,11 @@ _HANDLERS: dict[type, Callable[[_Run, Any], None]] = {
 }
 
 
-def _run_rule(session: Session, campaign: Campaign, schema: WorkflowSchema) -> AggregationSummary:
+def _run_rule(session: Session, campaign: Campaign, schema: WorkflowSchema,
+              answers: pd.DataFrame | None) -> AggregationSummary:
     """Aggregate ``campaign``'s complete items by its schema's rule and return the filled-in summary."""
     rule = schema.aggregation
-    answers = campaign_answers(session, campaign)
+    answers = campaign_answers(session, campaign) if answers is None else answers
     quota = campaign.people_per_item if isinstance(rule, MajorityRule | CriteriaRule) else schema.min_people_per_item
     complete = _complete(answers, campaign, quota)
     summary = _summary(campaign, rule.rule, answers, complete)
@@ -343,16 +349,18 @@ def _run_rule(session: Session, campaign: Campaign, schema: WorkflowSchema) -> A
     return summary
 
 
-def aggregate_campaign(session: Session, *, campaign: str, user: UserPublic | None = None) -> AggregationSummary:
+def aggregate_campaign(session: Session, *, campaign: str, user: UserPublic | None = None,
+                       answers: pd.DataFrame | None = None) -> AggregationSummary:
     """Aggregate one campaign by its schema snapshot's rule and write the outcome (see the module docstring).
 
     ``user`` None is the trusted command line; otherwise a curator or admin (``PermissionDenied`` else).
+    ``answers``: the campaign's answers as :func:`answers_to_aggregate` read them (default: read them here).
     Idempotent: a second run over the same answers reports ``changed == 0``. ``NotFound`` for an unknown campaign.
     """
     if user is not None:
         require_role(user, *AGGREGATE_ROLES)
     found = get_campaign(session, campaign)
-    summary = _run_rule(session, found, campaign_schema(found))
+    summary = _run_rule(session, found, campaign_schema(found), answers)
     if summary.changed:
         session.add(AuditLog(actor=user.username if user else "aggregate", action="campaign.aggregate",
                              entity="campaign", entity_id=found.name,
@@ -362,8 +370,12 @@ def aggregate_campaign(session: Session, *, campaign: str, user: UserPublic | No
     return summary
 
 
-def aggregate_all(session: Session, *, user: UserPublic | None = None) -> list[AggregationSummary]:
-    """Aggregate every campaign, oldest first (review campaigns opened on the way are aggregated too)."""
+def aggregate_all(session: Session, *, user: UserPublic | None = None,
+                  answers: Mapping[str, pd.DataFrame] | None = None) -> list[AggregationSummary]:
+    """Aggregate every campaign, oldest first (review campaigns opened on the way are aggregated too).
+
+    ``answers``: campaign name → its answers as :func:`answers_to_aggregate` read them; others are read here.
+    """
     if user is not None:
         require_role(user, *AGGREGATE_ROLES)
     summaries: list[AggregationSummary] = []
@@ -375,4 +387,34 @@ def aggregate_all(session: Session, *, user: UserPublic | None = None) -> list[A
             return summaries
         for campaign_id, name in todo:
             done.add(campaign_id)
-            summaries.append(aggregate_campaign(session, campaign=name, user=user))
+            summaries.append(aggregate_campaign(session, campaign=name, user=user,
+                                                answers=(answers or {}).get(name)))
+
+
+def answers_to_aggregate(session: Session, *, campaign: str | None = None,
+                         user: UserPublic | None = None) -> dict[str, pd.DataFrame]:
+    """The answers of ``campaign`` (every campaign when None) by campaign name, read for a later write session.
+
+    Checks the caller like :func:`aggregate_campaign`; ``NotFound`` for an unknown campaign.
+    """
+    if user is not None:
+        require_role(user, *AGGREGATE_ROLES)
+    names = [campaign] if campaign is not None else list(session.execute(select(Campaign.name)).scalars())
+    return {name: campaign_answers(session, get_campaign(session, name)) for name in names}
+
+
+def aggregate(engine: Engine, *, campaign: str | None = None,
+              user: UserPublic | None = None) -> list[AggregationSummary]:
+    """Aggregate ``campaign`` (every campaign when None): answers read first, then one write transaction.
+
+    The same outcome as :func:`aggregate_campaign` / :func:`aggregate_all` in one write session, with the write lock
+    held only for the rules and the writes (see the module docstring).
+    """
+    from studio.db import read_session, write_session
+
+    with read_session(engine) as session:
+        answers = answers_to_aggregate(session, campaign=campaign, user=user)
+    with write_session(engine) as session:
+        if campaign is not None:
+            return [aggregate_campaign(session, campaign=campaign, user=user, answers=answers[campaign])]
+        return aggregate_all(session, user=user, answers=answers)

@@ -364,15 +364,10 @@ def campaign_names(engine: Engine, token: str | None) -> list[str]:
 
 def run_aggregation(engine: Engine, token: str | None, campaign: str | None) -> pd.DataFrame:
     """Aggregate one campaign (or all when ``campaign`` is empty) and return one summary row per campaign."""
-    from studio.db import write_session
-    from studio.services.aggregation import aggregate_all, aggregate_campaign
+    from studio.services.aggregation import aggregate
 
     user = caller(engine, token, CURATE_ROLES)
-    with write_session(engine) as session:
-        if campaign:
-            summaries = [aggregate_campaign(session, campaign=campaign, user=user)]
-        else:
-            summaries = aggregate_all(session, user=user)
+    summaries = aggregate(engine, campaign=campaign or None, user=user)
     rows = [summary.model_dump(exclude={"table"}) for summary in summaries]
     return display_frame(rows, ["campaign", "workflow_type", "rule", "answers", "complete_items",
                                 "incomplete_items", "changed", "review_campaign", "review_items_opened", "statuses",

@@ -6,10 +6,12 @@ Answers go in through the real queue and answer services, on SQLite and PostgreS
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import pytest
 from sqlalchemy import Engine, func, select
+from sqlalchemy.engine import make_url
 
 from pipeline.records import ALPHA
 from pipeline.rundir import RunDir
@@ -18,7 +20,13 @@ from studio.ingest import ingest_run
 from studio.models import Campaign, CampaignPublic, Item, ResponseRow, ScoreRow, UserPublic
 from studio.models.curation import ScenarioStatus
 from studio.schemas import load_schemas
-from studio.services.aggregation import aggregate_all, aggregate_campaign, pending_adjudication
+from studio.services.aggregation import (
+    aggregate,
+    aggregate_all,
+    aggregate_campaign,
+    answers_to_aggregate,
+    pending_adjudication,
+)
 from studio.services.campaigns import TargetSelection, create_campaign, set_campaign_status
 from studio.services.errors import PermissionDenied
 from tests.studio.helpers import add_people, answer_all, crowd_vote
@@ -55,18 +63,22 @@ def expert_review(engine: Engine, password_hash: str, campaign: str) -> list[Use
     return experts
 
 
+#: The statuses :func:`crowd_vote`'s answers lead to.
+CROWD_STATUSES = {
+    "dlg-1": ("accepted", "crowd:vote"), "dlg-2": ("needs_revision", "crowd:vote"),
+    "dlg-3": ("in_review", "crowd:vote"), "iti-1": ("rejected", "crowd:vote"),
+    "iti-2": ("in_review", "crowd:vote"),  # the verdict agrees but the subtask label ties
+    "iti-3": ("in_review", "crowd:vote"),
+}
+
+
 def test_crowd_majority_sets_statuses_and_opens_review_items_once(
     store: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str
 ) -> None:
     crowd_vote(store, password_hash)
     with write_session(store) as session:
         first = aggregate_campaign(session, campaign="vote", user=users["curator"])
-    assert statuses(store) == {
-        "dlg-1": ("accepted", "crowd:vote"), "dlg-2": ("needs_revision", "crowd:vote"),
-        "dlg-3": ("in_review", "crowd:vote"), "iti-1": ("rejected", "crowd:vote"),
-        "iti-2": ("in_review", "crowd:vote"),  # the verdict agrees but the subtask label ties
-        "iti-3": ("in_review", "crowd:vote"),
-    }
+    assert statuses(store) == CROWD_STATUSES
     assert first.review_campaign == "vote-review" and first.review_items_opened == 3
     assert first.complete_items == 6 and first.changed == 6 + 3
     assert review_items(store, "vote-review") == ["dlg-3", "iti-2", "iti-3"]
@@ -246,3 +258,29 @@ def test_pairwise_campaign_reports_position_balanced_winners(
     (row,) = summary.table
     assert {row["first"], row["second"]} == {"model-alpha/with_sap", "model-beta/with_sap"}
     assert row["votes"] == 1 and row["winner"] in (row["first"], row["second"])
+
+
+def test_aggregate_reads_the_answers_off_the_write_lock_and_writes_what_one_session_would(
+    db_url: str, store: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str
+) -> None:
+    crowd_vote(store, password_hash)
+    with read_session(store) as session:
+        answers = answers_to_aggregate(session, campaign="vote", user=users["curator"])
+    assert len(answers["vote"]) == 12
+    if db_url.startswith("sqlite"):  # the read needs no write lock: it runs while another process holds it
+        holder = sqlite3.connect(make_url(db_url).database, isolation_level=None)
+        try:
+            holder.execute("BEGIN IMMEDIATE")
+            with read_session(store) as session:
+                assert answers_to_aggregate(session, user=users["admin"])["vote"].equals(answers["vote"])
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+    (summary,) = aggregate(store, campaign="vote", user=users["curator"])
+    assert statuses(store) == CROWD_STATUSES
+    assert (summary.review_campaign, summary.review_items_opened, summary.changed) == ("vote-review", 3, 6 + 3)
+    again = aggregate(store, user=users["admin"])  # every campaign, the review campaign opened above included
+    assert [(row.campaign, row.changed) for row in again] == [("vote", 0), ("vote-review", 0)]
+    for person in (users["annotator"], users["researcher"]):
+        with pytest.raises(PermissionDenied):
+            aggregate(store, user=person)
