@@ -21,7 +21,6 @@ run, as answers stored just after a run do.
 from __future__ import annotations
 
 import logging
-import secrets
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -29,10 +28,10 @@ from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, Field
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
-from studio.models import AuditLog, Campaign, Item, ResponseRow, ScoreRow, UserPublic, utc_now
+from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, UserPublic, utc_now
 from studio.models.curation import ScenarioStatus
 from studio.results.aggregate import adjudicate, crowd_majority, expert_review_status, pairwise_majority
 from studio.results.store_views import answers_by_question, campaign_answers, score_frame
@@ -45,11 +44,11 @@ from studio.schemas import (
     PairwiseRule,
     SingleChoice,
     WorkflowSchema,
-    load_schemas,
 )
 from studio.services.auth import require_role
 from studio.services.content import pair_is_swapped
 from studio.services.queue import campaign_schema, get_campaign
+from studio.services.review import open_review_items
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +56,6 @@ logger = logging.getLogger(__name__)
 AGGREGATE_ROLES: tuple[str, ...] = ("curator", "admin")
 #: A crowd verdict → the scenario's status.
 VERDICT_STATUS: dict[str, str] = {"keep": "accepted", "revise": "needs_revision", "discard": "rejected"}
-REVIEW_WORKFLOW = "expert_review"
 #: Whose status decision outweighs whose (the prefix of ScenarioStatus.decided_by).
 DECIDER_RANK: dict[str, int] = {"": 0, "crowd": 1, "expert": 2, "curator": 3}
 
@@ -169,7 +167,7 @@ def _aggregate_majority(run: _Run, rule: MajorityRule) -> None:
     summary.statuses = dict(Counter(values["status"] for values in updates.values()))
     to_review = sorted(sid for sid, values in updates.items() if values["disagreement"])
     if rule.on_tie == "expert_review" and to_review:
-        summary.review_campaign, summary.review_items_opened = _open_review_items(session, campaign, to_review)
+        summary.review_campaign, summary.review_items_opened = open_review_items(session, campaign, to_review)
         summary.changed += summary.review_items_opened
 
 
@@ -191,46 +189,6 @@ def _crowd_updates(campaign: Campaign, primary: pd.DataFrame, review: pd.Series,
             "crowd_votes": int(votes), "crowd_agreement": round(float(top_share), 6), "disagreement": disputed,
         }
     return updates
-
-
-def _review_campaign(session: Session, crowd: Campaign) -> Campaign:
-    """An open expert-review campaign (the oldest), or a new ``<crowd>-review`` one of the bundled schema."""
-    query = select(Campaign).where(Campaign.workflow_type == REVIEW_WORKFLOW, Campaign.status == "open")
-    found = session.execute(query.order_by(Campaign.id)).scalars().first()
-    if found is not None:
-        return found
-    schema = next(s for s in load_schemas().values() if s.type == REVIEW_WORKFLOW)
-    taken = set(session.execute(select(Campaign.name)).scalars())
-    name, number = f"{crowd.name}-review", 2
-    while name in taken:
-        name, number = f"{crowd.name}-review-{number}", number + 1
-    review = Campaign(name=name, schema_name=schema.name, workflow_type=schema.type, target_kind=schema.target,
-                      people_per_item=schema.people_per_item, eligible_roles=list(schema.eligible_roles),
-                      created_by="aggregate", filters={"opened_by": crowd.name},
-                      schema_snapshot=schema.model_dump(mode="json"), pair_seed=secrets.token_hex(32))
-    session.add(review)
-    session.flush()
-    session.add(AuditLog(actor="aggregate", action="campaign.create", entity="campaign", entity_id=name,
-                         detail={"schema": schema.name, "opened_by": crowd.name}))
-    return review
-
-
-def _open_review_items(session: Session, crowd: Campaign, scenario_ids: list[str]) -> tuple[str, int]:
-    """Add the scenarios that are not yet items of the review campaign; return its name and how many were added."""
-    review = _review_campaign(session, crowd)
-    present = set(session.execute(select(Item.scenario_id).where(Item.campaign_id == review.id)).scalars())
-    new = [sid for sid in scenario_ids if sid not in present]
-    if new:
-        last = session.execute(select(func.max(Item.position)).where(Item.campaign_id == review.id)).scalar()
-        start = -1 if last is None else int(last)
-        session.execute(insert(Item), [
-            {"campaign_id": review.id, "position": start + offset, "scenario_id": sid, "response_id": None,
-             "response_b_id": None, "is_gold": False, "gold_answers": None, "answer_count": 0}
-            for offset, sid in enumerate(new, start=1)
-        ])
-        session.add(AuditLog(actor="aggregate", action="campaign.add_items", entity="campaign", entity_id=review.name,
-                             detail={"from": crowd.name, "scenarios": new}))
-    return review.name, len(new)
 
 
 def _aggregate_criteria(run: _Run, rule: CriteriaRule) -> None:

@@ -1,0 +1,54 @@
+"""Opening expert-review items for the scenarios a crowd vote left disputed (used by aggregation)."""
+
+from __future__ import annotations
+
+import secrets
+
+from sqlalchemy import func, insert, select
+from sqlmodel import Session
+
+from studio.models import AuditLog, Campaign, Item
+from studio.schemas import load_schemas
+
+REVIEW_WORKFLOW = "expert_review"
+
+
+def _review_campaign(session: Session, crowd: Campaign) -> Campaign:
+    """An open expert-review campaign (the oldest), or a new ``<crowd>-review`` one of the bundled schema."""
+    query = select(Campaign).where(Campaign.workflow_type == REVIEW_WORKFLOW, Campaign.status == "open")
+    found = session.execute(query.order_by(Campaign.id)).scalars().first()
+    if found is not None:
+        return found
+    schema = next(s for s in load_schemas().values() if s.type == REVIEW_WORKFLOW)
+    taken = set(session.execute(select(Campaign.name)).scalars())
+    name, number = f"{crowd.name}-review", 2
+    while name in taken:
+        name, number = f"{crowd.name}-review-{number}", number + 1
+    review = Campaign(name=name, schema_name=schema.name, workflow_type=schema.type, target_kind=schema.target,
+                      people_per_item=schema.people_per_item, eligible_roles=list(schema.eligible_roles),
+                      created_by="aggregate", filters={"opened_by": crowd.name},
+                      schema_snapshot=schema.model_dump(mode="json"), pair_seed=secrets.token_hex(32))
+    session.add(review)
+    session.flush()
+    session.add(AuditLog(actor="aggregate", action="campaign.create", entity="campaign", entity_id=name,
+                         detail={"schema": schema.name, "opened_by": crowd.name}))
+    return review
+
+
+def open_review_items(session: Session, crowd: Campaign, scenario_ids: list[str]) -> tuple[str, int]:
+    """Add the scenarios that are not yet items of the open review campaign (the oldest, or a new
+    ``<crowd>-review`` one); return its name and how many were added."""
+    review = _review_campaign(session, crowd)
+    present = set(session.execute(select(Item.scenario_id).where(Item.campaign_id == review.id)).scalars())
+    new = [sid for sid in scenario_ids if sid not in present]
+    if new:
+        last = session.execute(select(func.max(Item.position)).where(Item.campaign_id == review.id)).scalar()
+        start = -1 if last is None else int(last)
+        session.execute(insert(Item), [
+            {"campaign_id": review.id, "position": start + offset, "scenario_id": sid, "response_id": None,
+             "response_b_id": None, "is_gold": False, "gold_answers": None, "answer_count": 0}
+            for offset, sid in enumerate(new, start=1)
+        ])
+        session.add(AuditLog(actor="aggregate", action="campaign.add_items", entity="campaign", entity_id=review.name,
+                             detail={"from": crowd.name, "scenarios": new}))
+    return review.name, len(new)
