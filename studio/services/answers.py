@@ -26,7 +26,7 @@ from studio.services.queue import (
 from studio.services.queue_rows import (
     CampaignState,
     answer_by_submission,
-    has_answered,
+    earlier_answers,
     insert_answer,
     item_row,
     live_lease_count,
@@ -70,12 +70,6 @@ def _client_seconds(value: float | None, server_seconds: float | None, cap: floa
     if server_seconds is not None:
         value = min(value, server_seconds + CLIENT_SECONDS_GRACE)
     return float(min(value, cap))
-
-
-def _retry_of(session: Session, submission_id: str, user: UserPublic, item_id: int) -> AnswerPublic | None:
-    """The answer already stored under ``submission_id`` by this person for this item, if any."""
-    stored = answer_by_submission(session, submission_id)
-    return None if stored is None else _own_submission(stored, user, item_id)
 
 
 def _own_submission(stored: AnswerPublic, user: UserPublic, item_id: int) -> AnswerPublic:
@@ -152,10 +146,10 @@ def submit_answer(
     # Everything above only reads; the item's lock covers the checks and writes below (PostgreSQL; SQLite's write
     # lock already does). A live lease holds its slot, so filling it changes no other person's decision.
     lock_item(session, item_id)
-    retried = _retry_of(session, submission_id, user, item_id)
+    retried, answered = earlier_answers(session, submission_id=submission_id, item_id=item_id, user_id=user.id)
     if retried is not None:
-        return SubmitResult(created=False, answer=retried)
-    if has_answered(session, item_id, user.id):
+        return SubmitResult(created=False, answer=_own_submission(retried, user, item_id))
+    if answered is not None:
         raise Conflict(f"item_id: you already answered item {item_id}; revise it with PUT .../answers/{item_id}")
     lease = own_lease(session, found, user, item_id, lease_id)
     if lease.expires_at <= now + LEASE_EXPIRY_MARGIN and lock_campaign(session, found.id):

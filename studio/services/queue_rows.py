@@ -15,7 +15,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Row, Select, Text, and_, bindparam, cast, exists, func, select, update
+from sqlalchemy import Row, Select, Text, and_, bindparam, cast, exists, func, or_, select, update
 from sqlalchemy.sql.dml import Insert, Update
 from sqlmodel import Session
 
@@ -187,13 +187,23 @@ def answer_by_submission(session: Session, submission_id: str) -> AnswerPublic |
 
 
 @lru_cache(maxsize=1)
-def _answered_query() -> Select:
-    return select(Answer.id).where(Answer.item_id == bindparam("item_id"), Answer.user_id == bindparam("user_id"))
+def _earlier_answers_query() -> Select:
+    return select(*_ANSWER_COLUMNS).where(or_(
+        Answer.submission_id == bindparam("submission_id"),
+        and_(Answer.item_id == bindparam("item_id"), Answer.user_id == bindparam("user_id")),
+    ))
 
 
-def has_answered(session: Session, item_id: int, user_id: int) -> bool:
-    bound = {"item_id": item_id, "user_id": user_id}
-    return core_connection(session).execute(_answered_query(), bound).first() is not None
+def earlier_answers(session: Session, *, submission_id: str, item_id: int,
+                    user_id: int) -> tuple[AnswerPublic | None, AnswerPublic | None]:
+    """In one query: the answer stored under ``submission_id`` and this person's answer to ``item_id`` (each or None;
+    the same answer twice for a retry)."""
+    bound = {"submission_id": submission_id, "item_id": item_id, "user_id": user_id}
+    rows = [AnswerPublic.model_construct(**row._asdict())
+            for row in core_connection(session).execute(_earlier_answers_query(), bound)]
+    by_submission = next((row for row in rows if row.submission_id == submission_id), None)
+    to_item = next((row for row in rows if row.item_id == item_id and row.user_id == user_id), None)
+    return by_submission, to_item
 
 
 @lru_cache(maxsize=1)

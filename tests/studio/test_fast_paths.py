@@ -342,8 +342,8 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
 
     next: caller, campaign, live lease, next item, new lease (write session); the scenario (read session: the
     "vote" campaign's items are scenarios). submit: caller, submission (read session: not a retry); campaign, item,
-    [item lock], submission, answered, lease, answer, item count, lease release (write session). retry: caller,
-    submission, campaign, item.
+    [item lock], earlier answers (by submission_id or to this item), lease, answer, item count, lease release
+    (write session). retry: caller, submission, campaign, item.
     """
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
@@ -356,6 +356,6 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
     assert [reply.status_code for reply in replies] == [201, 200]
     work = [statement.split()[0].upper() for statement in statements
             if not statement.lstrip().upper().startswith(("BEGIN", "SELECT 1", "SELECT PG_ADVISORY"))]
-    assert work.count("SELECT") == 5 + 7 + 4 and work.count("INSERT") == 2 and work.count("UPDATE") == 2, statements
+    assert work.count("SELECT") == 5 + 6 + 4 and work.count("INSERT") == 2 and work.count("UPDATE") == 2, statements
     locks = [statement for statement in statements if "pg_advisory_xact_lock" in statement]
     assert len(locks) == (2 if db_url.startswith("postgresql") else 0)  # next: the campaign; submit: the item
