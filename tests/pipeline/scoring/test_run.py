@@ -76,10 +76,34 @@ def test_resumed_run_equals_clean_run(clean_run: RunDir, tmp_path: Path, kept_li
     assert run.scores.read_bytes() == clean_run.scores.read_bytes()
 
 
-def test_scoring_a_finished_run_again_does_nothing(clean_run: RunDir) -> None:
+def test_scoring_a_finished_run_again_does_nothing_and_loads_no_model(
+    clean_run: RunDir, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pipeline.scoring.run as scoring
+
+    def no_model(name: str) -> Embedder:
+        raise AssertionError(f"loaded {name} with nothing to score")
+
+    monkeypatch.setattr(scoring, "load_embedder", no_model)
     before = clean_run.scores.read_bytes()
     assert score_run(clean_run, embedder="minilm", tokenizer="zh", workers=1, block_size=BLOCK, progress=False) == 0
     assert clean_run.scores.read_bytes() == before
+    clean_run.scores.write_bytes(b"".join(before.splitlines(keepends=True)[:-1]))  # one response left to score
+    try:
+        with pytest.raises(AssertionError, match="loaded minilm"):
+            score_run(clean_run, embedder="minilm", tokenizer="zh", workers=1, block_size=BLOCK, progress=False)
+    finally:
+        clean_run.scores.write_bytes(before)
+
+
+def test_the_name_an_embedder_will_carry_is_known_without_loading_where_it_can_be(minilm: Embedder) -> None:
+    from pipeline.scoring.embedding import embedder_name_without_loading
+
+    assert embedder_name_without_loading("minilm") == minilm.name
+    assert embedder_name_without_loading("none") == "none"
+    assert embedder_name_without_loading("bge-m3") is None  # BGE-M3, or MiniLM when it cannot load
+    with pytest.raises(ValueError, match="unknown embedder"):
+        embedder_name_without_loading("word2vec")
 
 
 def test_two_worker_processes_write_the_same_file(tmp_path: Path) -> None:
