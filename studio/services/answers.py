@@ -38,8 +38,8 @@ DEFAULT_MAX_SECONDS = 3600.0
 #: A client may report a little more time than the server measured (clock skew, page load).
 CLIENT_SECONDS_GRACE = 5.0
 MAX_SUBMISSION_ID = 128
-#: A submit whose lease expires within this margin decides under the campaign's queue lock (PostgreSQL), as if the
-#: lease had already expired: a transaction this long would otherwise race a ``next`` that sees the lease expired.
+#: A submit whose lease expires within this margin checks the slot as if the lease had expired (under the campaign's
+#: queue lock on PostgreSQL): it may have waited for locks since reading the clock, while a ``next`` saw it expired.
 LEASE_EXPIRY_MARGIN = timedelta(seconds=60)
 
 
@@ -80,9 +80,15 @@ def _own_submission(stored: AnswerPublic, user: UserPublic, item_id: int) -> Ans
 
 
 def _check_slot(session: Session, campaign: CampaignState, item: Any, lease: Any, now: datetime) -> None:
+    """``Conflict`` when the lease no longer holds a slot: released, or expired (or about to) and its slot given on.
+
+    A lease within :data:`LEASE_EXPIRY_MARGIN` of expiry is counted as if expired even when this request's clock
+    says it is live: the request may have waited for locks since it read the clock, and a ``next`` that saw the
+    lease expired may have handed its slot to someone else meanwhile.
+    """
     if lease.released_at is not None:
         raise Conflict(f"lease_id: the lease was {lease.outcome or 'released'}; ask for the next item again")
-    if lease.expires_at <= now:
+    if lease.expires_at <= now + LEASE_EXPIRY_MARGIN:
         taken = item.answer_count + live_lease_count(session, item.id, now, excluding=lease.id)
         if taken >= campaign.people_per_item:
             raise Conflict("lease_id: the lease expired and the item's slots were taken meanwhile")
@@ -97,13 +103,19 @@ def _check_request_text(submission_id: str, lease_id: str, answers: Any) -> None
 
 
 def _store(session: Session, lease_id: str, now: datetime, **answer: Any) -> AnswerPublic:
-    """Insert the answer, count it on the item and close the lease, all in the caller's transaction."""
+    """Close the lease, insert the answer and count it on the item, all in the caller's transaction.
+
+    The lease is closed first and only if still open: a skip of the same lease that committed since it was
+    read (PostgreSQL: a skip takes the campaign's lock, a submit the item's) has freed its slot, maybe for
+    someone else already, so the submit is refused rather than filling the slot twice.
+    """
+    if not release_lease(session, lease_id, at=now, outcome="answered"):
+        raise Conflict("lease_id: the lease was released meanwhile (skipped?); ask for the next item again")
     try:
-        stored = insert_answer(session, **answer)
+        return insert_answer(session, **answer)
     except IntegrityError:
-        raise Conflict("submission_id: a concurrent request stored this answer; retry to read it") from None
-    release_lease(session, lease_id, at=now, outcome="answered")
-    return stored
+        raise Conflict("submission_id: a concurrent request stored an answer under this submission_id; "
+                       "send it again to see it") from None
 
 
 def _checked_request(
@@ -143,8 +155,9 @@ def submit_answer(
     found, item, values = _checked_request(
         session, campaign=campaign, user=user, item_id=item_id, lease_id=lease_id, submission_id=submission_id,
         answers=answers, seconds_spent=seconds_spent, max_seconds_spent=max_seconds_spent)
-    # Everything above only reads; the item's lock covers the checks and writes below (PostgreSQL; SQLite's write
-    # lock already does). A live lease holds its slot, so filling it changes no other person's decision.
+    # Everything above only reads. The item's lock (PostgreSQL; SQLite's write lock covers it all) serialises submits
+    # of this item; filling the slot a live lease holds changes no other person's decision, and the lease is closed
+    # only if still open (_store), so a concurrent skip cannot make one slot count twice.
     lock_item(session, item_id)
     retried, answered = earlier_answers(session, submission_id=submission_id, item_id=item_id, user_id=user.id)
     if retried is not None:
@@ -153,7 +166,7 @@ def submit_answer(
         raise Conflict(f"item_id: you already answered item {item_id}; revise it with PUT .../answers/{item_id}")
     lease = own_lease(session, found, user, item_id, lease_id)
     if lease.expires_at <= now + LEASE_EXPIRY_MARGIN and lock_campaign(session, found.id):
-        # An expired (or about to expire) lease's slot may be handed out meanwhile: decide under the queue lock.
+        # An expired (or about to expire) lease's slot may be handed on meanwhile: count it under the queue lock.
         item = item_row(session, item_id)
     _check_slot(session, found, item, lease, now)
     server_seconds = max(0.0, (now - lease.issued_at).total_seconds())

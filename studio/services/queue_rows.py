@@ -155,12 +155,17 @@ def insert_lease(session: Session, **values: Any) -> None:
 
 @lru_cache(maxsize=1)
 def _release_lease() -> Update:
-    return (update(Lease).where(Lease.id == bindparam("lease_id"))
+    return (update(Lease).where(Lease.id == bindparam("lease_id"), Lease.released_at.is_(None))
             .values(released_at=bindparam("released_at", type_=UTCDateTime()), outcome=bindparam("outcome")))
 
 
-def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str) -> None:
-    core_connection(session).execute(_release_lease(), {"lease_id": lease_id, "released_at": at, "outcome": outcome})
+def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str) -> bool:
+    """Close the lease if it is still open; True when this call closed it (False: released before, or unknown).
+
+    The condition is in the UPDATE itself, so two transactions closing one lease cannot both succeed.
+    """
+    bound = {"lease_id": lease_id, "released_at": at, "outcome": outcome}
+    return core_connection(session).execute(_release_lease(), bound).rowcount == 1
 
 
 @lru_cache(maxsize=1)

@@ -100,6 +100,59 @@ def test_an_expired_lease_is_accepted_while_its_slot_is_free_and_refused_once_ta
     assert stored_answers(corpus) == 1
 
 
+def test_a_lease_near_expiry_is_refused_once_a_later_clock_gave_its_slot_away(
+    corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str
+) -> None:
+    """The submit read its clock 10 s before its lease expired, then (say) waited for locks while two ``next`` calls
+    that saw the lease expired gave the item's two slots away: it must not fill a third."""
+    slow, other, third = add_people(corpus, password_hash, ["slow", "other", "third"], "annotator")
+    now = utc_now()
+    held = take(corpus, slow, now=now)
+    later = now + timedelta(seconds=601)  # the default lease is 600 s
+    assert [take(corpus, person, now=later).item_id for person in (other, third)] == [held.item_id] * 2
+    with pytest.raises(Conflict, match="expired"):
+        submit(corpus, slow, held, submission="stale-clock", now=now + timedelta(seconds=590))
+    assert stored_answers(corpus) == 0
+
+
+def test_a_lease_closes_once(corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic]) -> None:
+    from studio.services.queue_rows import release_lease
+
+    view = take(corpus, users["annotator"])
+    with write_session(corpus) as session:
+        assert release_lease(session, view.lease_id, at=utc_now(), outcome="skipped") is True
+        assert release_lease(session, view.lease_id, at=utc_now(), outcome="answered") is False
+        assert release_lease(session, "no-such-lease", at=utc_now(), outcome="answered") is False
+
+
+def test_a_skip_committed_while_a_submit_of_the_same_lease_runs_makes_the_submit_fail(
+    db_url: str, corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PostgreSQL: a skip takes the campaign's lock, a submit the item's, so they can interleave; the skip freed the
+    slot (maybe for someone else already), so the submit must not fill it too."""
+    if db_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock runs a skip and a submit one after the other")
+    import studio.services.answers as answers_module
+
+    person = users["annotator"]
+    view = take(corpus, person)
+    read_lease = answers_module.own_lease
+
+    def read_then_skip_elsewhere(session, *args):  # noqa: ANN001,ANN002,ANN202
+        lease = read_lease(session, *args)  # the submit has read the lease as open ...
+        with write_session(corpus) as other:  # ... when a skip of it commits in another transaction
+            skip_item(other, campaign="vote", user=person, item_id=view.item_id, lease_id=view.lease_id)
+        return lease
+
+    monkeypatch.setattr(answers_module, "own_lease", read_then_skip_elsewhere)
+    with pytest.raises(Conflict, match="released meanwhile"):
+        submit(corpus, person, view)
+    assert stored_answers(corpus) == 0
+    with read_session(corpus) as session:
+        assert session.get(Item, view.item_id).answer_count == 0
+
+
 def test_time_spent_is_measured_by_the_server_and_client_seconds_are_capped(
     corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic]
 ) -> None:
