@@ -245,7 +245,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--work-dir", type=Path, default=None, help="keep the store and server log here")
     parser.add_argument("--server-script", type=Path, default=SERVER_SCRIPT,
                         help="server to start (default load_server.py; another script to try a patched server)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.rounds < 1 or args.clients < 1 or args.seconds <= 0:
+        parser.error("--rounds and --clients must be at least 1, --seconds above 0")
+    return args
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -2,7 +2,7 @@
 
 :func:`create_api` returns a FastAPI sub-application whose routes start with ``/v1``; ``studio.app``
 mounts it at ``/api``. Every endpoint resolves the caller from ``Authorization: Bearer <token>`` on
-the server, in the one session of its request, and the services check what their role allows. Errors answer
+the server, in the first session the route opens, and the services check what their role allows. Errors answer
 ``{"detail": "<field>: <problem>"}``. Using someone else's lease answers 403.
 """
 

@@ -1,8 +1,8 @@
 """REST endpoints for curators and researchers (``/v1/results/...``, ``/v1/curation/...``): thin wrappers over
 ``studio.services.research``, ``curation`` and ``aggregation``, which check roles (annotators and experts: 403).
 
-:func:`create_results_router` follows ``studio.api_routes.add_routes``: one session per request, and the caller
-resolved in it from the API's ``BearerToken`` first.
+:func:`create_results_router` follows ``studio.api_routes.add_routes``: each route resolves its caller from the API's
+``BearerToken`` first thing in its (first) session; aggregation reads in one session and writes in a second.
 
 No ``from __future__ import annotations`` here: FastAPI must see the ``BearerToken`` dependency type as an
 object, not as an unresolvable string.

@@ -1,8 +1,10 @@
 """The ``/v1`` routes of :func:`studio.api.create_api`: thin wrappers over the services.
 
-Each route opens one session per request (a write session where it changes the store) and first
-resolves the caller in it from the bearer token (``studio.services.auth.signed_in``). The answering
-routes are the studio's hot path: the load benchmark drives them flat out.
+Each route resolves the caller from the bearer token first thing in the first session it opens
+(``studio.services.auth.signed_in``): no session of its own for authentication. Most routes open one
+session; ``next`` decides in a write session and builds the view in a read session, ``submit`` answers
+a retry from a read session and stores a new answer in a write session (both to keep the write lock
+short). The answering routes are the studio's hot path: the load benchmark drives them flat out.
 
 No ``from __future__ import annotations`` here: FastAPI must see the ``BearerToken`` dependency type
 as an object, not as an unresolvable string.

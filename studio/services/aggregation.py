@@ -14,8 +14,9 @@ set by a curator is never overwritten by aggregation.
 
 Reading the answers is the long part of a run: :func:`aggregate` (and the API route) reads them in a read session
 first (:func:`answers_to_aggregate`) and applies the rules in a second, write session, so that on SQLite the write
-lock, which every submit waits for, is not held while they are read. Answers stored in between count at the next
-run, as answers stored just after a run do.
+lock, which every submit waits for, is not held while they are read. Answers stored or revised in between count at
+the next run, as those stored just after a run do (statuses follow them then; an expert-review item once opened
+stays open).
 """
 
 from __future__ import annotations

@@ -142,8 +142,8 @@ def user_for_token(session: Session, *, token: str) -> UserPublic | None:
 def signed_in(session: Session, *, token: str) -> UserPublic:
     """The person a live ``token`` belongs to; ``NotAuthenticated`` when it is unknown, expired or revoked.
 
-    Routes call it first thing in the one session of their request, so the caller is checked in the
-    same transaction as the work it authorises.
+    Routes call it first thing in the first session they open (no separate authentication session); a
+    route whose work continues in a second session (a write after a read) carries the person on.
     """
     user = user_for_token(session, token=token)
     if user is None:

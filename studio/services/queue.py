@@ -4,7 +4,8 @@ Next item = one still short of its quota (stored answers + live leases < people 
 answered by this person, least-answered first in a stable order; items this person skipped come
 after all others. Handing an item out takes a lease; an expired lease frees its slot; a person with
 a live lease gets the same item back. Every function here runs inside the caller's write session
-(one transaction) and takes the campaign's lock first; the rows themselves are read and written by
+(one transaction); handing out and skipping take the campaign's queue lock (``studio.db.lock_campaign``)
+before they read the queue. The rows themselves are read and written by
 :mod:`studio.services.queue_rows` (SQL Core: this is the answering hot path).
 """
 
@@ -155,7 +156,9 @@ def item_content(session: Session, campaign: CampaignState, item: Any, user_id: 
 
 @dataclass(frozen=True, slots=True)
 class Handout:
-    """A person's lease on an item, with the campaign and the item row as read under the queue lock."""
+    """A person's lease on an item, with the campaign state and the item row as the leasing transaction read them
+    (the item under the queue lock; the campaign just before it, for the fields that never change: its schema,
+    pair seed and quota)."""
 
     lease_id: str
     user_id: int

@@ -3,9 +3,9 @@
 ``next`` and ``submit`` run on every annotation, and the studio's flat-out throughput is bounded by
 them. Through the ORM a statement costs several times what it costs on the session's connection (no
 identity map, no unit of work, no entity construction), so the queue reads and writes its few rows
-here. Everything runs inside the caller's session and transaction: the write lock (SQLite
-``BEGIN IMMEDIATE``), the campaign lock (PostgreSQL) and rollback on error hold unchanged. Rows are
-read-only snapshots; change the store through the functions here, never by editing a row.
+here. Everything runs inside the caller's session and transaction, under the locks the caller took
+(SQLite's ``BEGIN IMMEDIATE``; PostgreSQL's advisory locks, see ``studio.db``), and rolls back with it.
+Rows are read-only snapshots; change the store through the functions here, never by editing a row.
 """
 
 from __future__ import annotations
