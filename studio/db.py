@@ -2,8 +2,8 @@
 
 SQLite runs in WAL mode with a busy timeout, and a *write* session opens its transaction with
 ``BEGIN IMMEDIATE`` so it takes the write lock up front: two writers never both read a queue state
-and then collide on commit. PostgreSQL serialises queue writes per campaign with a transaction-level
-advisory lock (:func:`lock_campaign`).
+and then collide on commit. PostgreSQL serialises queue decisions per campaign (:func:`lock_campaign`)
+and answer writes per item (:func:`lock_item`) with transaction-level advisory locks.
 """
 
 from __future__ import annotations
