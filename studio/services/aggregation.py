@@ -25,15 +25,16 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, Field
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, func, insert, select
 from sqlmodel import Session
 
 from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, UserPublic, utc_now
-from studio.models.curation import ScenarioStatus
+from studio.models.curation import ScenarioStatus, ScenarioStatusBase
 from studio.results.aggregate import adjudicate, crowd_majority, expert_review_status, pairwise_majority
 from studio.results.store_views import answers_by_question, campaign_answers, score_frame
 from studio.results.tables import instruction_following_table, table3
@@ -93,41 +94,52 @@ def _summary(campaign: Campaign, rule: str, answers: pd.DataFrame, complete: pd.
                               incomplete_items=answers["item"].nunique() - n_complete)
 
 
-def _set_status(session: Session, known: dict[str, ScenarioStatus], scenario_id: str, values: dict[str, Any]) -> bool:
-    """Write ``values`` onto the scenario's status row (created when missing); True when it was created or changed.
+def _update_status(row: ScenarioStatus, values: dict[str, Any]) -> bool:
+    """Write ``values`` onto an existing status row; True when anything changed.
 
     A weightier decision stands: crowd < expert < curator (see :data:`DECIDER_RANK`); a lighter writer updates its
     own fields but leaves status and decided_by alone.
     """
-    row = known.get(scenario_id)
-    created = row is None
-    if row is None:
-        row = ScenarioStatus(scenario_id=scenario_id)
-        session.add(row)
-        known[scenario_id] = row
     if _rank(row.decided_by) > _rank(values.get("decided_by", "")):
         values = {key: value for key, value in values.items() if key not in ("status", "decided_by")}
     changed = {key: value for key, value in values.items() if getattr(row, key) != value}
     for key, value in changed.items():
         setattr(row, key, value)
-    if created or changed:
+    if changed:
         row.updated_at = utc_now()
-    return created or bool(changed)
+    return bool(changed)
 
 
 def _rank(decided_by: str) -> int:
     return DECIDER_RANK.get(decided_by.split(":", 1)[0], 0)
 
 
+def _new_status(scenario_id: str, values: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """A new status row's columns: the model's defaults, then ``values`` (no earlier decision to outrank them)."""
+    defaults = {name: field.get_default(call_default_factory=True)
+                for name, field in ScenarioStatusBase.model_fields.items()}
+    return defaults | values | {"scenario_id": scenario_id, "updated_at": now}
+
+
 def _write_statuses(session: Session, updates: dict[str, dict[str, Any]]) -> int:
-    """Apply per-scenario status values (one query to load the rows); return how many rows were created or changed."""
+    """Apply per-scenario status values; return how many rows were created or changed.
+
+    Existing rows are loaded in one query and updated where a value differs; new rows go in as one bulk insert
+    (building an ORM object per scenario would cost more than the rest of the write phase).
+    """
     known: dict[str, ScenarioStatus] = {}
     if updates:
         query = select(ScenarioStatus).where(ScenarioStatus.scenario_id.in_(sorted(updates)))
         known = {row.scenario_id: row for row in session.execute(query).scalars()}
-    changed = sum(_set_status(session, known, scenario_id, values) for scenario_id, values in updates.items())
+    now = utc_now()
+    created = [_new_status(scenario_id, values, now) for scenario_id, values in updates.items()
+               if scenario_id not in known]
+    changed = sum(_update_status(known[scenario_id], values) for scenario_id, values in updates.items()
+                  if scenario_id in known)
+    if created:
+        session.execute(insert(ScenarioStatus), created)
     session.flush()
-    return changed
+    return len(created) + changed
 
 
 def _scenario_of(answers: pd.DataFrame) -> dict[Any, str]:
