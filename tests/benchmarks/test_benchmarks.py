@@ -1,4 +1,5 @@
-"""The load benchmark itself runs: a small served studio, every phase, the integrity check against the store."""
+"""The benchmarks themselves run: the load benchmark (a small served studio, every phase, the integrity check against
+the store) and the aggregation lock benchmark."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ def bench_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
     import bench_load
 
     yield bench_load
-    for name in ("bench_load", "load_clients", "load_store"):
+    for name in ("bench_load", "load_clients", "load_store", "bench_aggregate"):
         sys.modules.pop(name, None)
 
 
@@ -49,3 +50,16 @@ def test_slices_pool_into_one_phase(bench_load: ModuleType) -> None:
     assert (merged.seconds, merged.cycles, merged.requests, merged.cycle_ms) == (4.0, 30, 90, [1.0, 2.0, 3.0])
     assert merged.cycles_per_s == 7.5 and merged.generator_cpu_s == 1.0 and merged.machine_busy_s == 3.0
     assert merged.server_cpu_s is None and merged.slices == [first, second]
+
+
+def test_the_aggregation_benchmark_times_both_ways_from_the_same_state(
+    bench_load: ModuleType, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import bench_aggregate
+
+    bench_aggregate.main(["--items", "30", "--raters", "3", "--repeats", "2"])
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("30 items x 3 answers = 90 answers")
+    one, split = (next(line for line in lines if line.startswith(name)) for name in ("one session", "read, then"))
+    whole, held = (float(part.split()[0]) for part in split.split("whole run")[1].split("write lock held"))
+    assert held <= whole and "write lock held" in one
