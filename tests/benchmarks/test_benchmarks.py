@@ -3,8 +3,9 @@ the store) and the aggregation lock benchmark."""
 
 from __future__ import annotations
 
+import importlib
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -14,19 +15,18 @@ BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
 @pytest.fixture
-def bench_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
+def benchmark_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], ModuleType]]:
+    """``load(name)``: the script ``benchmarks/<name>.py`` imported as a module (the folder is not a package)."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
-    import bench_load
-
-    yield bench_load
+    yield importlib.import_module
     for name in ("bench_load", "load_clients", "load_store", "bench_aggregate"):
         sys.modules.pop(name, None)
 
 
 def test_a_small_run_reports_every_phase_and_finds_nothing_lost(
-    bench_load: ModuleType, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    benchmark_module: Callable[[str], ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = bench_load.main(["--clients", "4", "--seconds", "2", "--rounds", "2", "--items", "40",
+    status = benchmark_module("bench_load").main(["--clients", "4", "--seconds", "2", "--rounds", "2", "--items", "40",
                               "--people-per-item", "3", "--pause-min", "0.05", "--pause-max", "0.1",
                               "--work-dir", str(tmp_path)])
     out = capsys.readouterr().out
@@ -39,8 +39,9 @@ def test_a_small_run_reports_every_phase_and_finds_nothing_lost(
         assert int(row.split()[3]) > 0, row  # cycles completed
 
 
-def test_slices_pool_into_one_phase(bench_load: ModuleType) -> None:
-    from load_clients import PhaseResult
+def test_slices_pool_into_one_phase(benchmark_module: Callable[[str], ModuleType]) -> None:
+    bench_load = benchmark_module("bench_load")
+    PhaseResult = benchmark_module("load_clients").PhaseResult  # noqa: N806 - the class
 
     first = PhaseResult(name="noop", clients=2, seconds=1.0, cycles=10, requests=30, cycle_ms=[1.0],
                         generator_cpu_s=0.5, server_cpu_s=0.25, machine_busy_s=1.0)
@@ -53,11 +54,9 @@ def test_slices_pool_into_one_phase(bench_load: ModuleType) -> None:
 
 
 def test_the_aggregation_benchmark_times_both_ways_from_the_same_state(
-    bench_load: ModuleType, capsys: pytest.CaptureFixture[str]
+    benchmark_module: Callable[[str], ModuleType], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import bench_aggregate
-
-    bench_aggregate.main(["--items", "30", "--raters", "3", "--repeats", "2"])
+    benchmark_module("bench_aggregate").main(["--items", "30", "--raters", "3", "--repeats", "2"])
     lines = capsys.readouterr().out.splitlines()
     assert lines[0].startswith("30 items x 3 answers = 90 answers")
     one, split = (next(line for line in lines if line.startswith(name)) for name in ("one session", "read, then"))
