@@ -181,8 +181,7 @@ def take_lease(
 ) -> Handout | None:
     """The queue decision alone: the caller's live lease, or a new lease on their next item, or None.
 
-    Run it in a write session and build the view with :func:`view_of` afterwards (even in a separate
-    read session), so the queue lock is held only for the decision.
+    Run it in a write session; :func:`view_of` builds the view from the handout (in that session or any other).
     """
     now = now or utc_now()
     found = open_campaign_for(session, campaign, user)

@@ -340,8 +340,8 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
 ) -> None:
     """next → submit → retry over HTTP, every statement listed: a new query on the hot path shows up here first.
 
-    next: caller, campaign, live lease, next item, new lease (write session); the scenario (read session: the
-    "vote" campaign's items are scenarios). submit: caller, submission (read session: not a retry); campaign, item,
+    next: caller, campaign, live lease, next item, new lease, the scenario (one write session; the "vote"
+    campaign's items are scenarios). submit: caller, submission (read session: not a retry); campaign, item,
     [item lock], earlier answers (by submission_id or to this item), lease, answer, item count, lease release
     (write session). retry: caller, submission, campaign, item.
     """
@@ -357,5 +357,8 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
     work = [statement.split()[0].upper() for statement in statements
             if not statement.lstrip().upper().startswith(("BEGIN", "SELECT 1", "SELECT PG_ADVISORY"))]
     assert work.count("SELECT") == 5 + 6 + 4 and work.count("INSERT") == 2 and work.count("UPDATE") == 2, statements
+    if db_url.startswith("sqlite"):  # a transaction per request; a first submit: the retry check, then the write
+        begins = [statement.strip() for statement in statements if statement.lstrip().upper().startswith("BEGIN")]
+        assert begins == ["BEGIN IMMEDIATE", "BEGIN DEFERRED", "BEGIN IMMEDIATE", "BEGIN DEFERRED"], begins
     locks = [statement for statement in statements if "pg_advisory_xact_lock" in statement]
     assert len(locks) == (2 if db_url.startswith("postgresql") else 0)  # next: the campaign; submit: the item
