@@ -94,7 +94,6 @@ def read_then_write(engine: object, campaign: str) -> tuple[float, float]:
 
 def main(argv: list[str] | None = None) -> None:
     """Build the store, time both ways ``--repeats`` times each (alternating) and print the medians."""
-    from studio.db import create_db_engine
 
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=2000)
@@ -102,7 +101,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
     args = parser.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="h2h-bench-aggregate-"))
+    if min(args.items, args.raters, args.repeats) < 1:
+        parser.error("--items, --raters and --repeats must be at least 1")
+    with tempfile.TemporaryDirectory(prefix="h2h-bench-aggregate-") as folder:
+        _measure(Path(folder), args)
+
+
+def _measure(work: Path, args: argparse.Namespace) -> None:
+    from studio.db import create_db_engine
+
     url = f"sqlite:///{work / 'bench.sqlite'}"
     store = prepare_store(url, work, tag="agg", scenarios=args.items, people_per_item=args.raters,
                           annotators=args.raters)
@@ -110,8 +117,9 @@ def main(argv: list[str] | None = None) -> None:
     answers = fill_answers(engine, store.campaign, args.raters, args.seed)
     ways = {"one session": one_session, "read, then write": read_then_write}
     figures: dict[str, list[tuple[float, float]]] = {name: [] for name in ways}
-    for _ in range(args.repeats):
-        for name, run in ways.items():
+    for repeat in range(args.repeats):
+        order = list(ways.items()) if repeat % 2 == 0 else list(ways.items())[::-1]  # neither way always goes first
+        for name, run in order:
             figures[name].append(run(engine, store.campaign))
             undo_aggregation(engine, store.campaign)
     engine.dispose()

@@ -38,8 +38,8 @@ DEFAULT_MAX_SECONDS = 3600.0
 #: A client may report a little more time than the server measured (clock skew, page load).
 CLIENT_SECONDS_GRACE = 5.0
 MAX_SUBMISSION_ID = 128
-#: A submit whose lease expires within this margin checks the slot as if the lease had expired (under the campaign's
-#: queue lock on PostgreSQL): it may have waited for locks since reading the clock, while a ``next`` saw it expired.
+#: A submit whose lease expires within this margin takes the campaign's queue lock before deciding (PostgreSQL): a
+#: ``next`` that sees the lease expired while the submit's transaction runs could otherwise hand its slot on.
 LEASE_EXPIRY_MARGIN = timedelta(seconds=60)
 
 
@@ -80,15 +80,14 @@ def _own_submission(stored: AnswerPublic, user: UserPublic, item_id: int) -> Ans
 
 
 def _check_slot(session: Session, campaign: CampaignState, item: Any, lease: Any, now: datetime) -> None:
-    """``Conflict`` when the lease no longer holds a slot: released, or expired (or about to) and its slot given on.
+    """``Conflict`` when the lease no longer holds a slot: released, or expired and its slot given on.
 
-    A lease within :data:`LEASE_EXPIRY_MARGIN` of expiry is counted as if expired even when this request's clock
-    says it is live: the request may have waited for locks since it read the clock, and a ``next`` that saw the
-    lease expired may have handed its slot to someone else meanwhile.
+    ``now`` must be read under the locks the decision needs (see :func:`submit_answer`): a ``next`` that ran
+    before them read an earlier clock, so whatever it saw expired has expired for ``now`` too.
     """
     if lease.released_at is not None:
         raise Conflict(f"lease_id: the lease was {lease.outcome or 'released'}; ask for the next item again")
-    if lease.expires_at <= now + LEASE_EXPIRY_MARGIN:
+    if lease.expires_at <= now:
         taken = item.answer_count + live_lease_count(session, item.id, now, excluding=lease.id)
         if taken >= campaign.people_per_item:
             raise Conflict("lease_id: the lease expired and the item's slots were taken meanwhile")
@@ -149,9 +148,10 @@ def submit_answer(
     A retry with the same ``submission_id`` returns the stored answer (``created`` False). Errors:
     ``NotFound`` (campaign, item, lease), ``PermissionDenied`` (role, closed campaign, someone else's
     lease), ``Conflict`` (already answered, lease released, expired lease whose slot was taken),
-    ``InvalidInput`` (answer values). Nothing is stored on any error.
+    ``InvalidInput`` (answer values). Nothing is stored on any error. ``now`` fixes the clock (tests); by default
+    it is read once the locks are held, so a wait for them does not leave it stale.
     """
-    now = now or utc_now()
+    clock = now
     found, item, values = _checked_request(
         session, campaign=campaign, user=user, item_id=item_id, lease_id=lease_id, submission_id=submission_id,
         answers=answers, seconds_spent=seconds_spent, max_seconds_spent=max_seconds_spent)
@@ -159,6 +159,7 @@ def submit_answer(
     # of this item; filling the slot a live lease holds changes no other person's decision, and the lease is closed
     # only if still open (_store), so a concurrent skip cannot make one slot count twice.
     lock_item(session, item_id)
+    now = clock or utc_now()  # under the item's lock (SQLite: the write lock, taken at the first read above)
     retried, answered = earlier_answers(session, submission_id=submission_id, item_id=item_id, user_id=user.id)
     if retried is not None:
         return SubmitResult(created=False, answer=_own_submission(retried, user, item_id))
@@ -166,8 +167,9 @@ def submit_answer(
         raise Conflict(f"item_id: you already answered item {item_id}; revise it with PUT .../answers/{item_id}")
     lease = own_lease(session, found, user, item_id, lease_id)
     if lease.expires_at <= now + LEASE_EXPIRY_MARGIN and lock_campaign(session, found.id):
-        # An expired (or about to expire) lease's slot may be handed on meanwhile: count it under the queue lock.
-        item = item_row(session, item_id)
+        # An expired (or about to expire) lease's slot may be handed on meanwhile: decide under the queue lock,
+        # with the item and the clock as they are now.
+        item, now = item_row(session, item_id), clock or utc_now()
     _check_slot(session, found, item, lease, now)
     server_seconds = max(0.0, (now - lease.issued_at).total_seconds())
     answer = _store(

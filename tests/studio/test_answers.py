@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
+from collections.abc import Callable
+from datetime import datetime, timedelta
 
 import pytest
 from sqlalchemy import Engine, func, select
@@ -100,18 +101,48 @@ def test_an_expired_lease_is_accepted_while_its_slot_is_free_and_refused_once_ta
     assert stored_answers(corpus) == 1
 
 
-def test_a_lease_near_expiry_is_refused_once_a_later_clock_gave_its_slot_away(
-    corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str
+def clock(*readings: datetime) -> Callable[[], datetime]:
+    """A stand-in for ``utc_now`` that answers ``readings`` in turn (and fails if asked once more)."""
+    pending = list(readings)
+    return lambda: pending.pop(0)
+
+
+def test_a_live_lease_near_expiry_is_accepted_when_another_expired_lease_gave_its_slot_away(
+    corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The submit read its clock 10 s before its lease expired, then (say) waited for locks while two ``next`` calls
-    that saw the lease expired gave the item's two slots away: it must not fill a third."""
+    """Quota 2: C's lease expires 30 s before A's; B takes C's slot. A, still within its lease, must be accepted
+    even though its request read the clock while C's lease still looked live."""
+    import studio.services.answers as answers_module
+
+    early, holder, late = add_people(corpus, password_hash, ["early", "holder", "late"], "annotator")
+    now = utc_now()
+    first = take(corpus, early, now=now - timedelta(seconds=30))
+    held = take(corpus, holder, now=now)
+    assert take(corpus, late, now=now + timedelta(seconds=571)).item_id == held.item_id == first.item_id
+    monkeypatch.setattr(answers_module, "utc_now", clock(now + timedelta(seconds=569), now + timedelta(seconds=572)))
+    assert submit(corpus, holder, held, submission="in-time").created
+    assert stored_answers(corpus) == 1
+
+
+def test_a_submit_that_waited_for_the_queue_lock_decides_with_the_clock_read_after_it(
+    db_url: str, corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """PostgreSQL: the submit read 590 s (10 s before its lease expires) and took the queue lock at 601 s, after two
+    ``next`` calls that saw the lease expired gave the item's two slots away: it must not fill a third."""
+    if db_url.startswith("sqlite"):
+        pytest.skip("SQLite's write lock is held from the submit's first read: no next runs in between")
+    import studio.services.answers as answers_module
+
     slow, other, third = add_people(corpus, password_hash, ["slow", "other", "third"], "annotator")
     now = utc_now()
     held = take(corpus, slow, now=now)
     later = now + timedelta(seconds=601)  # the default lease is 600 s
     assert [take(corpus, person, now=later).item_id for person in (other, third)] == [held.item_id] * 2
+    monkeypatch.setattr(answers_module, "utc_now", clock(now + timedelta(seconds=590), later))
     with pytest.raises(Conflict, match="expired"):
-        submit(corpus, slow, held, submission="stale-clock", now=now + timedelta(seconds=590))
+        submit(corpus, slow, held, submission="waited")
     assert stored_answers(corpus) == 0
 
 

@@ -342,7 +342,7 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
 
     next: caller, campaign, live lease, next item, new lease, the scenario (one write session; the "vote"
     campaign's items are scenarios). submit: caller, submission (read session: not a retry); campaign, item,
-    [item lock], earlier answers (by submission_id or to this item), lease, answer, item count, lease release
+    [item lock], earlier answers (by submission_id or to this item), lease, lease release, answer, item count
     (write session). retry: caller, submission, campaign, item.
     """
     app = FastAPI()
