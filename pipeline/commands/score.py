@@ -64,12 +64,14 @@ def score_command(run_dir: Path, embedder: str, tokenizer: str, workers: int, re
     """Score every response of RUN not scored yet (BLEU-1..4, ROUGE-1/L, SS, S); resumes after a kill."""
     from pipeline.jsonl import RecordError
     from pipeline.rundir import RunDir
+    from pipeline.scoring.embedding import embedder_name_without_loading
     from pipeline.scoring.run import ScoringError, score_run
 
     run = RunDir(run_dir)
     if not run.responses.exists():
         raise click.ClickException(f"{run.responses}: no responses to score (run `h2h generate` first)")
-    _load_embedder_loudly(embedder)
+    if embedder_name_without_loading(embedder) is None:  # bge-m3: load it here so a fallback is said out loud
+        _load_embedder_loudly(embedder)
     try:
         scored = score_run(run, embedder=embedder, tokenizer=tokenizer, workers=workers, rescore=rescore)
     except (ScoringError, RecordError) as exc:

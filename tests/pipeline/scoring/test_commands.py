@@ -132,6 +132,27 @@ def test_score_command_scores_a_run_and_refuses_to_mix_signatures(tmp_path: Path
     assert run.scores.read_bytes() == before
 
 
+def test_score_command_on_a_scored_run_loads_no_model(
+    tmp_path: Path, minilm: Embedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pipeline.scoring.embedding as embedding
+    import pipeline.scoring.run as scoring
+
+    run = make_run(tmp_path / "run")
+    runner = CliRunner()
+    assert runner.invoke(score_command, ["--run", str(run.root), "--embedder", "minilm"]).exit_code == 0
+    before = run.scores.read_bytes()
+
+    def no_model(name: str, **_options: object) -> Embedder:
+        raise AssertionError(f"loaded {name} with nothing to score")
+
+    monkeypatch.setattr(embedding, "load_embedder", no_model)
+    monkeypatch.setattr(scoring, "load_embedder", no_model)
+    again = runner.invoke(score_command, ["--run", str(run.root), "--embedder", "minilm"])
+    assert again.exit_code == 0, again.output
+    assert "scored 0 responses" in again.output and run.scores.read_bytes() == before
+
+
 def test_score_command_without_responses_says_so(tmp_path: Path) -> None:
     result = CliRunner().invoke(score_command, ["--run", str(RunDir(tmp_path / "empty").ensure().root)])
     assert result.exit_code == 1 and "no responses to score" in result.stderr
