@@ -25,7 +25,6 @@ import logging
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 import pandas as pd
@@ -114,11 +113,10 @@ def _rank(decided_by: str) -> int:
     return DECIDER_RANK.get(decided_by.split(":", 1)[0], 0)
 
 
-def _new_status(scenario_id: str, values: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """A new status row's columns: the model's defaults, then ``values`` (no earlier decision to outrank them)."""
-    defaults = {name: field.get_default(call_default_factory=True)
-                for name, field in ScenarioStatusBase.model_fields.items()}
-    return defaults | values | {"scenario_id": scenario_id, "updated_at": now}
+def _status_defaults() -> dict[str, Any]:
+    """A new status row's columns before any decision: the model's defaults."""
+    fields = ScenarioStatusBase.model_fields
+    return {name: field.get_default(call_default_factory=True) for name, field in fields.items()}
 
 
 def _write_statuses(session: Session, updates: dict[str, dict[str, Any]]) -> int:
@@ -132,8 +130,9 @@ def _write_statuses(session: Session, updates: dict[str, dict[str, Any]]) -> int
         query = select(ScenarioStatus).where(ScenarioStatus.scenario_id.in_(sorted(updates)))
         known = {row.scenario_id: row for row in session.execute(query).scalars()}
     now = utc_now()
-    created = [_new_status(scenario_id, values, now) for scenario_id, values in updates.items()
-               if scenario_id not in known]
+    defaults = _status_defaults()  # a new row has no earlier decision to outrank its values
+    created = [defaults | values | {"scenario_id": scenario_id, "updated_at": now}
+               for scenario_id, values in updates.items() if scenario_id not in known]
     changed = sum(_update_status(known[scenario_id], values) for scenario_id, values in updates.items()
                   if scenario_id in known)
     if created:

@@ -260,8 +260,7 @@ def skip_item(
     found = open_campaign_for(session, campaign, user)
     campaign_item(session, found, item_id)
     lease = own_lease(session, found, user, item_id, lease_id)
-    if lease.released_at is None:
-        release_lease(session, lease.id, at=now, outcome="skipped")
+    release_lease(session, lease.id, at=now, outcome="skipped")  # only if still open: the UPDATE says so itself
     skip = session.execute(select(Skip).where(Skip.item_id == item_id, Skip.user_id == user.id)).scalars().first()
     if skip is None:
         session.add(Skip(campaign_id=found.id, item_id=item_id, user_id=user.id, skipped_at=now))

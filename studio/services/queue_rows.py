@@ -42,6 +42,11 @@ def _now_param() -> Any:
     return bindparam("now", type_=UTCDateTime())
 
 
+def _live_lease(now: Any) -> tuple[Any, Any]:
+    """The conditions of a lease that holds a slot at ``now``: neither released nor expired."""
+    return Lease.released_at.is_(None), Lease.expires_at > now
+
+
 @lru_cache(maxsize=1)
 def _campaign_query() -> Select:
     # The snapshot as text: it keys the parsed-schema cache, so a request never decodes or re-validates it.
@@ -92,7 +97,7 @@ def _candidate_query(skipped: bool) -> Select:
     now, user_id, quota = _now_param(), bindparam("user_id"), bindparam("quota")
     live = (
         select(func.count())
-        .where(Lease.item_id == Item.id, Lease.released_at.is_(None), Lease.expires_at > now)
+        .where(Lease.item_id == Item.id, *_live_lease(now))
         .scalar_subquery()
     )
     answered = exists().where(Answer.item_id == Item.id, Answer.user_id == user_id)
@@ -122,7 +127,7 @@ def _live_lease_query() -> Select:
     return (
         select(*_LEASE_COLUMNS)
         .where(Lease.campaign_id == bindparam("campaign_id"), Lease.user_id == bindparam("user_id"),
-               Lease.released_at.is_(None), Lease.expires_at > _now_param())
+               *_live_lease(_now_param()))
         .order_by(Lease.issued_at.desc())
         .limit(1)
     )
@@ -170,8 +175,8 @@ def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str
 
 @lru_cache(maxsize=1)
 def _live_lease_count_query() -> Select:
-    return select(func.count()).where(Lease.item_id == bindparam("item_id"), Lease.released_at.is_(None),
-                                      Lease.expires_at > _now_param(), Lease.id != bindparam("excluding"))
+    return select(func.count()).where(Lease.item_id == bindparam("item_id"), *_live_lease(_now_param()),
+                                      Lease.id != bindparam("excluding"))
 
 
 def live_lease_count(session: Session, item_id: int, now: datetime, *, excluding: str = "") -> int:
