@@ -44,10 +44,22 @@ def fill_answers(engine: object, campaign: str, raters: int, seed: int) -> int:
         items = session.execute(select(Item.id).where(Item.campaign_id == found.id)).scalars().all()
         people = session.execute(select(User.id).where(User.role == "annotator").order_by(User.id)).scalars().all()
         now = utc_now()
-        rows = [{"item_id": item, "campaign_id": found.id, "user_id": person, "submission_id": f"{item}-{person}",
-                 "values": {"verdict": rng.choice(VERDICTS), "subtask_label": rng.choice(LABELS)},
-                 "seconds_spent": 3.0, "server_seconds": 3.0, "created_at": now, "updated_at": now, "revision": 0}
-                for item in items for person in people[:raters]]
+        rows = [
+            {
+                "item_id": item,
+                "campaign_id": found.id,
+                "user_id": person,
+                "submission_id": f"{item}-{person}",
+                "values": {"verdict": rng.choice(VERDICTS), "subtask_label": rng.choice(LABELS)},
+                "seconds_spent": 3.0,
+                "server_seconds": 3.0,
+                "created_at": now,
+                "updated_at": now,
+                "revision": 0,
+            }
+            for item in items
+            for person in people[:raters]
+        ]
         session.execute(insert(Answer), rows)
         session.execute(update(Item).where(Item.campaign_id == found.id).values(answer_count=raters))
     return len(rows)
@@ -111,8 +123,9 @@ def _measure(work: Path, args: argparse.Namespace) -> None:
     from studio.db import create_db_engine
 
     url = f"sqlite:///{work / 'bench.sqlite'}"
-    store = prepare_store(url, work, tag="agg", scenarios=args.items, people_per_item=args.raters,
-                          annotators=args.raters)
+    store = prepare_store(
+        url, work, tag="agg", scenarios=args.items, people_per_item=args.raters, annotators=args.raters
+    )
     engine = create_db_engine(url)
     answers = fill_answers(engine, store.campaign, args.raters, args.seed)
     ways = {"one session": one_session, "read, then write": read_then_write}
@@ -129,7 +142,8 @@ def _measure(work: Path, args: argparse.Namespace) -> None:
         held = statistics.median(run[1] for run in runs)
         print(f"{name:<18} whole run {total:6.2f} s   write lock held {held:6.2f} s   (medians)")
     ratio = statistics.median(r[1] for r in figures["read, then write"]) / statistics.median(
-        r[1] for r in figures["one session"])
+        r[1] for r in figures["one session"]
+    )
     print(f"write lock held by read-then-write / one session: {ratio:.2f}")
 
 

@@ -67,7 +67,7 @@ def build_pairs(count: int, reference_count: int, seed: int) -> list[tuple[str, 
     per_reference = -(-count // reference_count)
     pairs: list[tuple[str, str]] = []
     for reference in references:
-        hypotheses = list(demo_responses.get(reference, []))[:per_reference // 2]
+        hypotheses = list(demo_responses.get(reference, []))[: per_reference // 2]
         while len(hypotheses) < per_reference:
             hypotheses.append(vary(rng, reference, alphabet))
         pairs.extend((hypothesis, reference) for hypothesis in hypotheses)
@@ -116,6 +116,7 @@ def main() -> None:
           f"every other difference is a BLEU of 1+ulps clamped to 1: {clamped_only}")  # fmt: skip
     print(f"speed-up by wall clock: 1 worker {wall1 / naive_wall:.1f}x, 2 workers {wall2 / naive_wall:.1f}x; "
           f"by CPU time, 1 worker: {cpu1 / naive_cpu:.1f}x")  # fmt: skip
+
 
 if __name__ == "__main__":
     main()

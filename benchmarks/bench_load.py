@@ -58,8 +58,12 @@ def start_server(database_url: str, port: int, log_path: Path, script: Path = SE
     """Start ``script`` (``load_server.py``) and wait until the login page answers; its output goes to ``log_path``."""
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
     with log_path.open("wb") as log:
-        server = subprocess.Popen([sys.executable, str(script), "--db", database_url, "--port", str(port)],
-                                  stdout=log, stderr=subprocess.STDOUT, env=env)
+        server = subprocess.Popen(
+            [sys.executable, str(script), "--db", database_url, "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+        )
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if server.poll() is not None:
@@ -104,8 +108,14 @@ class Integrity:
 
     @property
     def ok(self) -> bool:
-        return not (self.lost or self.altered or self.doubled or self.over_quota_items or self.count_mismatch_items
-                    or self.retry_mismatches)
+        return not (
+            self.lost
+            or self.altered
+            or self.doubled
+            or self.over_quota_items
+            or self.count_mismatch_items
+            or self.retry_mismatches
+        )
 
 
 def check_integrity(store: BenchStore, phases: list[PhaseResult]) -> Integrity:
@@ -113,14 +123,24 @@ def check_integrity(store: BenchStore, phases: list[PhaseResult]) -> Integrity:
     acknowledged = {sid: body for phase in phases for sid, body in phase.acknowledged.items()}
     stored = read_stored_answers(store.database_url, store.campaign)
     lost = [sid for sid in acknowledged if sid not in stored.by_submission]
-    altered = [sid for sid, body in acknowledged.items() if sid in stored.by_submission and (
-        stored.by_submission[sid]["answer_id"] != body["answer_id"]
-        or stored.by_submission[sid]["item_id"] != body["item_id"]
-        or stored.by_submission[sid]["values"] != body["values"])]
+    altered = [
+        sid
+        for sid, body in acknowledged.items()
+        if sid in stored.by_submission
+        and (
+            stored.by_submission[sid]["answer_id"] != body["answer_id"]
+            or stored.by_submission[sid]["item_id"] != body["item_id"]
+            or stored.by_submission[sid]["values"] != body["values"]
+        )
+    ]
     return Integrity(
-        acknowledged=len(acknowledged), stored=len(stored.by_submission), lost=len(lost), altered=len(altered),
+        acknowledged=len(acknowledged),
+        stored=len(stored.by_submission),
+        lost=len(lost),
+        altered=len(altered),
         doubled=sum(count - 1 for count in stored.per_item_user.values() if count > 1),
-        over_quota_items=stored.over_quota_items, count_mismatch_items=stored.count_mismatch_items,
+        over_quota_items=stored.over_quota_items,
+        count_mismatch_items=stored.count_mismatch_items,
         stored_unacknowledged=len(set(stored.by_submission) - set(acknowledged)),
         retry_mismatches=sum(phase.retry_mismatches for phase in phases),
     )
@@ -153,20 +173,25 @@ def _round_ratios(flat: PhaseResult, noop: PhaseResult) -> str:
 
 def report(phases: list[PhaseResult], integrity: Integrity, store: BenchStore) -> str:
     """The figures as a plain-text table."""
-    lines = [f"store {store.database_url}: campaign {store.campaign}, {store.items} items x "
-             f"{store.people_per_item} people, {len(store.usernames)} annotators logged in",
-             "load average (1, 5, 15 min) at the end: " + ", ".join(f"{value:.2f}" for value in os.getloadavg()), "",
-             f"{'phase':<9} {'clients':>7} {'s':>6} {'cycles':>7} {'cyc/s':>7} {'req/s':>7} "
-             f"{'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'retry p95':>9} {'gen CPU':>7} {'srv CPU':>7} {'others':>6} "
-             f"{'srv ms/cyc':>10} errors"]
+    lines = [
+        f"store {store.database_url}: campaign {store.campaign}, {store.items} items x "
+        f"{store.people_per_item} people, {len(store.usernames)} annotators logged in",
+        "load average (1, 5, 15 min) at the end: " + ", ".join(f"{value:.2f}" for value in os.getloadavg()),
+        "",
+        f"{'phase':<9} {'clients':>7} {'s':>6} {'cycles':>7} {'cyc/s':>7} {'req/s':>7} "
+        f"{'p50 ms':>7} {'p95 ms':>7} {'p99 ms':>7} {'retry p95':>9} {'gen CPU':>7} {'srv CPU':>7} {'others':>6} "
+        f"{'srv ms/cyc':>10} errors",
+    ]
     for phase in phases:
         p50, p95, p99 = percentiles(phase.cycle_ms)
         retry95 = percentiles(phase.retry_ms)[1]
         server = f"{phase.server_cpu_s / phase.seconds:7.0%}" if phase.server_cpu_s is not None else "      -"
-        lines.append(f"{phase.name:<9} {phase.clients:>7} {phase.seconds:6.1f} {phase.cycles:>7} "
-                     f"{phase.cycles_per_s:7.1f} {phase.requests / phase.seconds:7.1f} {p50:7.1f} {p95:7.1f} "
-                     f"{p99:7.1f} {retry95:9.1f} {phase.generator_cpu_s / phase.seconds:7.0%} {server} "
-                     f"{_others(phase)} {_server_ms_per_cycle(phase)} {dict(phase.errors) or '-'}")
+        lines.append(
+            f"{phase.name:<9} {phase.clients:>7} {phase.seconds:6.1f} {phase.cycles:>7} "
+            f"{phase.cycles_per_s:7.1f} {phase.requests / phase.seconds:7.1f} {p50:7.1f} {p95:7.1f} "
+            f"{p99:7.1f} {retry95:9.1f} {phase.generator_cpu_s / phase.seconds:7.0%} {server} "
+            f"{_others(phase)} {_server_ms_per_cycle(phase)} {dict(phase.errors) or '-'}"
+        )
     by_name = {phase.name: phase for phase in phases}
     paced, flat, noop = by_name["paced"], by_name["flat-out"], by_name["noop"]
     ratio = flat.cycles_per_s / noop.cycles_per_s if noop.cycles_per_s else float("nan")
@@ -234,8 +259,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=50, help="simulated annotators (default 50)")
     parser.add_argument("--seconds", type=float, default=20.0, help="length of each phase (default 20)")
-    parser.add_argument("--rounds", type=int, default=4,
-                        help="flat-out and no-op alternate in this many rounds of seconds/rounds each (default 4)")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        default=4,
+        help="flat-out and no-op alternate in this many rounds of seconds/rounds each (default 4)",
+    )
     parser.add_argument("--db", default=None, help="store URL (default: a new SQLite file in a temporary folder)")
     parser.add_argument("--items", type=int, default=2000, help="scenarios = campaign items (default 2000)")
     parser.add_argument("--people-per-item", type=int, default=20, help="campaign quota per item (default 20)")
@@ -243,8 +272,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--pause-max", type=float, default=1.5)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--work-dir", type=Path, default=None, help="keep the store and server log here")
-    parser.add_argument("--server-script", type=Path, default=SERVER_SCRIPT,
-                        help="server to start (default load_server.py; another script to try a patched server)")
+    parser.add_argument(
+        "--server-script",
+        type=Path,
+        default=SERVER_SCRIPT,
+        help="server to start (default load_server.py; another script to try a patched server)",
+    )
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.clients < 1 or args.seconds <= 0:
         parser.error("--rounds and --clients must be at least 1, --seconds above 0")
@@ -261,8 +294,14 @@ def main(argv: list[str] | None = None) -> int:
         database_url = args.db or f"sqlite:///{work_dir / 'bench.sqlite'}"
         tag = f"bench{secrets.token_hex(3)}"
         print(f"preparing {database_url} ({args.items} scenarios, {args.clients} annotators)...", file=sys.stderr)
-        store = prepare_store(database_url, work_dir, tag=tag, scenarios=args.items,
-                              people_per_item=args.people_per_item, annotators=args.clients)
+        store = prepare_store(
+            database_url,
+            work_dir,
+            tag=tag,
+            scenarios=args.items,
+            people_per_item=args.people_per_item,
+            annotators=args.clients,
+        )
         port = free_port()
         server = start_server(database_url, port, work_dir / "server.log", args.server_script)
         try:

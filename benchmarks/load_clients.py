@@ -78,9 +78,12 @@ def machine_cpu_seconds() -> float | None:
 def open_clients(base_url: str, tokens: list[str]) -> list[httpx.AsyncClient]:
     """One client per annotator, each with its own pool of one keep-alive connection and its bearer token."""
     return [
-        httpx.AsyncClient(base_url=base_url, headers={"Authorization": f"Bearer {token}"},
-                          limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-                          timeout=REQUEST_TIMEOUT_S)
+        httpx.AsyncClient(
+            base_url=base_url,
+            headers={"Authorization": f"Bearer {token}"},
+            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
+            timeout=REQUEST_TIMEOUT_S,
+        )
         for token in tokens
     ]
 
@@ -114,8 +117,13 @@ async def _annotate_once(client: httpx.AsyncClient, campaign: str, rng: random.R
         result.errors[f"next {offered.status_code}"] += 1
         return True
     item = offered.json()
-    body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": uuid.uuid4().hex,
-            "answers": _vote(rng), "seconds_spent": round(rng.uniform(2, 30), 2)}
+    body = {
+        "item_id": item["item_id"],
+        "lease_id": item["lease_id"],
+        "submission_id": uuid.uuid4().hex,
+        "answers": _vote(rng),
+        "seconds_spent": round(rng.uniform(2, 30), 2),
+    }
     try:
         stored = await client.post(f"/campaigns/{campaign}/answers", json=body)
     except httpx.TransportError:
@@ -152,9 +160,16 @@ async def _noop_once(client: httpx.AsyncClient, _campaign: str, _rng: random.Ran
 CycleFn = Callable[[httpx.AsyncClient, str, random.Random, PhaseResult], Awaitable[bool]]
 
 
-async def _client_loop(client: httpx.AsyncClient, cycle: CycleFn, campaign: str, deadline: float,
-                       pause: tuple[float, float] | None, rng: random.Random, result: PhaseResult,
-                       bar: tqdm) -> None:
+async def _client_loop(
+    client: httpx.AsyncClient,
+    cycle: CycleFn,
+    campaign: str,
+    deadline: float,
+    pause: tuple[float, float] | None,
+    rng: random.Random,
+    result: PhaseResult,
+    bar: tqdm,
+) -> None:
     # Start paced clients at random offsets, as people arrive, instead of all in the same millisecond.
     if pause:
         await asyncio.sleep(rng.uniform(0, pause[1]))
@@ -172,8 +187,17 @@ async def _client_loop(client: httpx.AsyncClient, cycle: CycleFn, campaign: str,
             await asyncio.sleep(rng.uniform(*pause))
 
 
-async def run_phase(name: str, clients: list[httpx.AsyncClient], *, campaign: str, seconds: float,
-                    pause: tuple[float, float] | None, noop: bool, seed: int, server_pid: int | None) -> PhaseResult:
+async def run_phase(
+    name: str,
+    clients: list[httpx.AsyncClient],
+    *,
+    campaign: str,
+    seconds: float,
+    pause: tuple[float, float] | None,
+    noop: bool,
+    seed: int,
+    server_pid: int | None,
+) -> PhaseResult:
     """Drive every client until ``seconds`` have passed (cycles in flight then finish) and return the figures."""
     result = PhaseResult(name=name, clients=len(clients))
     cycle: CycleFn = _noop_once if noop else _annotate_once
@@ -182,10 +206,12 @@ async def run_phase(name: str, clients: list[httpx.AsyncClient], *, campaign: st
     cpu, wall = time.process_time(), time.perf_counter()
     deadline = time.monotonic() + seconds
     with tqdm(desc=name, unit="cycle", leave=False) as bar:
-        await asyncio.gather(*(
-            _client_loop(client, cycle, campaign, deadline, pause, random.Random(seed * 1000 + number), result, bar)
-            for number, client in enumerate(clients)
-        ))
+        await asyncio.gather(
+            *(
+                _client_loop(client, cycle, campaign, deadline, pause, random.Random(seed * 1000 + number), result, bar)
+                for number, client in enumerate(clients)
+            )
+        )
     result.seconds = time.perf_counter() - wall
     result.generator_cpu_s = time.process_time() - cpu
     machine_after = machine_cpu_seconds()

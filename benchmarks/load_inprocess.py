@@ -39,9 +39,21 @@ def asgi_caller(app: Any, token: str) -> Call:
         headers = [(b"host", b"bench"), (b"authorization", f"Bearer {token}".encode()), (b"accept", b"*/*")]
         if body is not None:
             headers += [(b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]
-        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
-                 "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "", "query_string": b"",
-                 "headers": headers, "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000), "state": {}}
+        scope = {
+            "type": "http",
+            "asgi": {"version": "3.0"},
+            "http_version": "1.1",
+            "method": method,
+            "scheme": "http",
+            "path": path,
+            "raw_path": path.encode(),
+            "root_path": "",
+            "query_string": b"",
+            "headers": headers,
+            "server": ("127.0.0.1", 80),
+            "client": ("127.0.0.1", 5000),
+            "state": {},
+        }
         messages = [{"type": "http.request", "body": raw, "more_body": False}]
         reply: dict[str, Any] = {"status": None, "body": b""}
 
@@ -68,8 +80,13 @@ async def annotate(call: Call, campaign: str) -> None:
     status, item = await call("GET", f"/api/v1/campaigns/{campaign}/next")
     if status != 200:
         raise RuntimeError(f"next answered {status}: {item}")
-    body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": uuid.uuid4().hex,
-            "answers": VOTE, "seconds_spent": 3.0}
+    body = {
+        "item_id": item["item_id"],
+        "lease_id": item["lease_id"],
+        "submission_id": uuid.uuid4().hex,
+        "answers": VOTE,
+        "seconds_spent": 3.0,
+    }
     first = await call("POST", f"/api/v1/campaigns/{campaign}/answers", body)
     retry = await call("POST", f"/api/v1/campaigns/{campaign}/answers", body)
     if first[0] != 201 or retry != (200, first[1]):
@@ -93,8 +110,7 @@ async def measure(cycles: int, repeats: int, database_url: str | None = None) ->
 
     work = Path(tempfile.mkdtemp(prefix="h2h-inprocess-"))
     url = database_url or f"sqlite:///{work / 'bench.sqlite'}"
-    store = prepare_store(url, work, tag="inproc", scenarios=cycles * repeats + 100, people_per_item=20,
-                          annotators=1)
+    store = prepare_store(url, work, tag="inproc", scenarios=cycles * repeats + 100, people_per_item=20, annotators=1)
     engine = create_db_engine(url)
     with write_session(engine) as session:
         token = login(session, username=store.usernames[0], password=store.password)

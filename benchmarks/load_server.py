@@ -6,7 +6,6 @@ the token lookup, ``signed_in``), so driving it measures HTTP + routing + auth a
 ``python benchmarks/load_server.py --db sqlite:///bench.sqlite --port 8765``.
 """
 
-
 import argparse
 
 from fastapi import FastAPI

@@ -41,8 +41,10 @@ def _ensure_scenarios(engine: Engine, work_dir: Path, count: int) -> None:
     from studio.ingest import ingest_run
 
     templates = load_scenarios(DEMO_SCENARIOS)
-    scenarios = [templates[number % len(templates)].model_copy(update={"id": f"{SCENARIO_PREFIX}{number:05d}"})
-                 for number in range(count)]
+    scenarios = [
+        templates[number % len(templates)].model_copy(update={"id": f"{SCENARIO_PREFIX}{number:05d}"})
+        for number in range(count)
+    ]
     run = RunDir(work_dir / "bench-run").ensure()
     run.scenarios.write_text("".join(model_dump_line(scenario) + "\n" for scenario in scenarios), encoding="utf-8")
     report = ingest_run(engine, run)
@@ -69,13 +71,20 @@ def prepare_store(
             for username in usernames:
                 create_user(session, username=username, password=password, role="annotator", actor="bench")
         with write_session(engine) as session:
-            campaign = create_campaign(session, name=f"{tag}-vote", schema=schema, people_per_item=people_per_item,
-                                       actor="bench")
+            campaign = create_campaign(
+                session, name=f"{tag}-vote", schema=schema, people_per_item=people_per_item, actor="bench"
+            )
             items = _campaign_items(session, campaign.id)
     finally:
         engine.dispose()
-    return BenchStore(database_url=database_url, campaign=campaign.name, usernames=usernames, password=password,
-                      items=items, people_per_item=people_per_item)
+    return BenchStore(
+        database_url=database_url,
+        campaign=campaign.name,
+        usernames=usernames,
+        password=password,
+        items=items,
+        people_per_item=people_per_item,
+    )
 
 
 def _campaign_items(session: Any, campaign_id: int) -> int:
@@ -112,15 +121,20 @@ def read_stored_answers(database_url: str, campaign: str) -> StoredAnswers:
                 .join(User, User.id == Answer.user_id)
                 .where(Answer.campaign_id == found.id)
             ).all()
-            counted = dict(session.execute(
-                select(Answer.item_id, func.count(Answer.id)).where(Answer.campaign_id == found.id)
-                .group_by(Answer.item_id)
-            ).all())
+            counted = dict(
+                session.execute(
+                    select(Answer.item_id, func.count(Answer.id))
+                    .where(Answer.campaign_id == found.id)
+                    .group_by(Answer.item_id)
+                ).all()
+            )
             items = session.execute(select(Item.id, Item.answer_count).where(Item.campaign_id == found.id)).all()
     finally:
         engine.dispose()
-    by_submission = {row.submission_id: {"answer_id": row.id, "item_id": row.item_id, "username": row.username,
-                                         "values": row.values} for row in rows}
+    by_submission = {
+        row.submission_id: {"answer_id": row.id, "item_id": row.item_id, "username": row.username, "values": row.values}
+        for row in rows
+    }
     return StoredAnswers(
         by_submission=by_submission,
         per_item_user=Counter((row.item_id, row.user_id) for row in rows),

@@ -151,8 +151,13 @@ def create_api(settings: Settings, engine: Engine | None = None, throttle: Login
     from studio.db import create_db_engine
 
     engine = engine or create_db_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
-    api = FastAPI(title="H2HTalk Studio API", version="1", openapi_url=f"{PREFIX}/openapi.json",
-                  docs_url=f"{PREFIX}/docs", redoc_url=None)
+    api = FastAPI(
+        title="H2HTalk Studio API",
+        version="1",
+        openapi_url=f"{PREFIX}/openapi.json",
+        docs_url=f"{PREFIX}/docs",
+        redoc_url=None,
+    )
     api.state.engine, api.state.settings = engine, settings
     api.add_exception_handler(ServiceError, _service_error)
     api.add_exception_handler(RequestValidationError, _validation_error)

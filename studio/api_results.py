@@ -59,8 +59,9 @@ def create_results_router(engine: Engine) -> APIRouter:
 
 def _add_result_routes(router: APIRouter, engine: Engine) -> None:
     @router.get("/results/leaderboard", tags=["results"])
-    def leaderboard(token: BearerToken, variant: str | None = None, signature: str | None = None,
-                    judge: str | None = None) -> dict[str, Any]:
+    def leaderboard(
+        token: BearerToken, variant: str | None = None, signature: str | None = None, judge: str | None = None
+    ) -> dict[str, Any]:
         with read_session(engine) as session:
             user = auth.signed_in(session, token=token)
             view = research.leaderboard(session, user=user, variant=variant, signature=signature, judge=judge)
@@ -70,8 +71,7 @@ def _add_result_routes(router: APIRouter, engine: Engine) -> None:
     def sap(token: BearerToken, campaign: str | None = None, by_model: bool = False) -> list[dict[str, Any]]:
         with read_session(engine) as session:
             user = auth.signed_in(session, token=token)
-            return research.frame_records(research.sap_table(session, user=user, campaign=campaign,
-                                                             by_model=by_model))
+            return research.frame_records(research.sap_table(session, user=user, campaign=campaign, by_model=by_model))
 
     @router.get("/results/instruction", tags=["results"])
     def instruction(token: BearerToken, campaign: str | None = None) -> list[dict[str, Any]]:
@@ -85,9 +85,11 @@ def _add_result_routes(router: APIRouter, engine: Engine) -> None:
         with read_session(engine) as session:
             user = auth.signed_in(session, token=token)
             view = research.agreement(session, user=user, campaign=campaign, resamples=resamples, seed=seed)
-        return {"by_question": research.frame_records(view.by_question),
-                "annotators": research.frame_records(view.annotators), "gold": research.frame_records(view.gold)}
-
+        return {
+            "by_question": research.frame_records(view.by_question),
+            "annotators": research.frame_records(view.annotators),
+            "gold": research.frame_records(view.gold),
+        }
 
 
 def _add_statistics_routes(router: APIRouter, engine: Engine) -> None:
@@ -106,8 +108,9 @@ def _add_statistics_routes(router: APIRouter, engine: Engine) -> None:
         return {"campaigns": research.frame_records(campaigns), "annotators": research.frame_records(people)}
 
     @router.get("/results/distribution", tags=["results"])
-    def distribution(token: BearerToken, metric: str = "S", bins: int = 20,
-                     variant: str | None = None) -> list[dict[str, Any]]:
+    def distribution(
+        token: BearerToken, metric: str = "S", bins: int = 20, variant: str | None = None
+    ) -> list[dict[str, Any]]:
         with read_session(engine) as session:
             user = auth.signed_in(session, token=token)
             frame = research.score_distribution(session, user=user, metric=metric, bins=bins, variant=variant)
@@ -120,8 +123,9 @@ def _add_statistics_routes(router: APIRouter, engine: Engine) -> None:
             answers = aggregation.answers_to_aggregate(session, campaign=campaign, user=user)
         with write_session(engine) as session:
             if campaign is not None:
-                return [aggregation.aggregate_campaign(session, campaign=campaign, user=user,
-                                                       answers=answers[campaign])]
+                return [
+                    aggregation.aggregate_campaign(session, campaign=campaign, user=user, answers=answers[campaign])
+                ]
             return aggregation.aggregate_all(session, user=user, answers=answers)
 
 
@@ -163,23 +167,52 @@ def _add_figure_routes(router: APIRouter, engine: Engine) -> None:
 
 def _add_curation_routes(router: APIRouter, engine: Engine) -> None:
     @router.get("/curation/scenarios", response_model=Page, tags=["curation"])
-    def scenarios(token: BearerToken, subtask: str | None = None, status: str | None = None,
-                  agreement_below: float | None = None, disagreement: bool | None = None, page: int = 1,
-                  page_size: int = 50) -> Page:
+    def scenarios(
+        token: BearerToken,
+        subtask: str | None = None,
+        status: str | None = None,
+        agreement_below: float | None = None,
+        disagreement: bool | None = None,
+        page: int = 1,
+        page_size: int = 50,
+    ) -> Page:
         with read_session(engine) as session:
             user = auth.signed_in(session, token=token)
-            return curation.browse_scenarios(session, user=user, subtask=subtask, status=status,
-                                             agreement_below=agreement_below, disagreement=disagreement,
-                                             page=page, page_size=page_size)
+            return curation.browse_scenarios(
+                session,
+                user=user,
+                subtask=subtask,
+                status=status,
+                agreement_below=agreement_below,
+                disagreement=disagreement,
+                page=page,
+                page_size=page_size,
+            )
 
     @router.get("/curation/responses", response_model=Page, tags=["curation"])
-    def responses(token: BearerToken, subtask: str | None = None, model: str | None = None, variant: str | None = None,
-                  flagged: bool | None = None, adjudicated: bool | None = None, page: int = 1,
-                  page_size: int = 50) -> Page:
+    def responses(
+        token: BearerToken,
+        subtask: str | None = None,
+        model: str | None = None,
+        variant: str | None = None,
+        flagged: bool | None = None,
+        adjudicated: bool | None = None,
+        page: int = 1,
+        page_size: int = 50,
+    ) -> Page:
         with read_session(engine) as session:
             user = auth.signed_in(session, token=token)
-            return curation.browse_responses(session, user=user, subtask=subtask, model=model, variant=variant,
-                                             flagged=flagged, adjudicated=adjudicated, page=page, page_size=page_size)
+            return curation.browse_responses(
+                session,
+                user=user,
+                subtask=subtask,
+                model=model,
+                variant=variant,
+                flagged=flagged,
+                adjudicated=adjudicated,
+                page=page,
+                page_size=page_size,
+            )
 
     @router.get("/curation/scenarios/{scenario_id}", tags=["curation"])
     def scenario(scenario_id: str, token: BearerToken) -> dict[str, Any]:
@@ -187,13 +220,13 @@ def _add_curation_routes(router: APIRouter, engine: Engine) -> None:
             user = auth.signed_in(session, token=token)
             return curation.scenario_detail(session, user=user, scenario_id=scenario_id)
 
-    @router.post("/curation/scenarios/{scenario_id}/decision", response_model=ScenarioStatusPublic,
-                 tags=["curation"])
+    @router.post("/curation/scenarios/{scenario_id}/decision", response_model=ScenarioStatusPublic, tags=["curation"])
     def decide(scenario_id: str, body: DecisionIn, token: BearerToken) -> ScenarioStatusPublic:
         with write_session(engine) as session:
             user = auth.signed_in(session, token=token)
-            return curation.decide_scenario(session, user=user, scenario_id=scenario_id, action=body.action,
-                                            reason=body.reason, edits=body.edits)
+            return curation.decide_scenario(
+                session, user=user, scenario_id=scenario_id, action=body.action, reason=body.reason, edits=body.edits
+            )
 
 
 def _add_version_routes(router: APIRouter, engine: Engine) -> None:
@@ -203,14 +236,19 @@ def _add_version_routes(router: APIRouter, engine: Engine) -> None:
             user = auth.signed_in(session, token=token)
             return curation.list_dataset_versions(session, user=user)
 
-    @router.post("/curation/versions", response_model=DatasetVersionPublic, status_code=status.HTTP_201_CREATED,
-                 responses={200: {"model": DatasetVersionPublic, "description": "identical content: the existing"}},
-                 tags=["curation"])
+    @router.post(
+        "/curation/versions",
+        response_model=DatasetVersionPublic,
+        status_code=status.HTTP_201_CREATED,
+        responses={200: {"model": DatasetVersionPublic, "description": "identical content: the existing"}},
+        tags=["curation"],
+    )
     def publish(body: PublishIn, token: BearerToken, response: Response) -> DatasetVersionPublic:
         with write_session(engine) as session:
             user = auth.signed_in(session, token=token)
-            version, created = curation.publish_dataset(session, user=user, name=body.name,
-                                                        include_edits=body.include_edits, note=body.note)
+            version, created = curation.publish_dataset(
+                session, user=user, name=body.name, include_edits=body.include_edits, note=body.note
+            )
         if not created:
             response.status_code = status.HTTP_200_OK
         return version

@@ -45,20 +45,29 @@ def add_routes(api: FastAPI, engine: Engine, settings: Settings, throttle: Login
 
 
 def _add_auth_routes(api: FastAPI, engine: Engine, settings: Settings, throttle: LoginThrottle) -> None:
-    @api.post("/v1/login", response_model=TokenOut, tags=["auth"],
-              responses={429: {"description": "too many failed sign-ins; see Retry-After"}})
+    @api.post(
+        "/v1/login",
+        response_model=TokenOut,
+        tags=["auth"],
+        responses={429: {"description": "too many failed sign-ins; see Retry-After"}},
+    )
     def login(body: LoginIn, request: Request) -> Any:
         def sign_in() -> str:
             with write_session(engine) as session:
-                return auth.login(session, username=body.username, password=body.password,
-                                  ttl_seconds=settings.token_ttl_seconds)
+                return auth.login(
+                    session, username=body.username, password=body.password, ttl_seconds=settings.token_ttl_seconds
+                )
 
         try:
-            token = throttle.attempt(username=body.username, address=client_address(request), sign_in=sign_in,
-                                     failures=(NotAuthenticated,))
+            token = throttle.attempt(
+                username=body.username, address=client_address(request), sign_in=sign_in, failures=(NotAuthenticated,)
+            )
         except LoginThrottled as error:
-            return JSONResponse({"detail": f"login: {error}"}, status_code=status.HTTP_429_TOO_MANY_REQUESTS,
-                                headers={"Retry-After": str(error.retry_after)})
+            return JSONResponse(
+                {"detail": f"login: {error}"},
+                status_code=status.HTTP_429_TOO_MANY_REQUESTS,
+                headers={"Retry-After": str(error.retry_after)},
+            )
         return TokenOut(token=token)
 
     @api.post("/v1/logout", status_code=status.HTTP_204_NO_CONTENT, tags=["auth"])
@@ -80,8 +89,12 @@ def _add_queue_routes(api: FastAPI, engine: Engine, settings: Settings) -> None:
         with read_session(engine) as session:
             return campaign_summaries(session, user=auth.signed_in(session, token=token))
 
-    @api.get("/v1/campaigns/{name}/next", response_model=queue.ItemView,
-             responses={204: {"description": "nothing left for the caller"}}, tags=["queue"])
+    @api.get(
+        "/v1/campaigns/{name}/next",
+        response_model=queue.ItemView,
+        responses={204: {"description": "nothing left for the caller"}},
+        tags=["queue"],
+    )
     def next_item(name: str, token: BearerToken) -> Any:
         with write_session(engine) as session:
             user = auth.signed_in(session, token=token)
@@ -107,32 +120,52 @@ def _add_queue_routes(api: FastAPI, engine: Engine, settings: Settings) -> None:
 
 
 def _add_answer_routes(api: FastAPI, engine: Engine, settings: Settings) -> None:
-    @api.post("/v1/campaigns/{name}/answers", response_model=AnswerOut, status_code=status.HTTP_201_CREATED,
-              responses={200: {"model": AnswerOut, "description": "a retry: the answer stored before"}},
-              tags=["answers"])
+    @api.post(
+        "/v1/campaigns/{name}/answers",
+        response_model=AnswerOut,
+        status_code=status.HTTP_201_CREATED,
+        responses={200: {"model": AnswerOut, "description": "a retry: the answer stored before"}},
+        tags=["answers"],
+    )
     def submit(name: str, body: AnswerIn, token: BearerToken) -> Response:
         with read_session(engine) as session:  # a retry of a stored submission is answered off the write lock
             user = auth.signed_in(session, token=token)
-            request = {"campaign": name, "user": user, "item_id": body.item_id, "lease_id": body.lease_id,
-                       "submission_id": body.submission_id, "answers": body.answers,
-                       "seconds_spent": body.seconds_spent, "max_seconds_spent": settings.max_seconds_spent}
+            request = {
+                "campaign": name,
+                "user": user,
+                "item_id": body.item_id,
+                "lease_id": body.lease_id,
+                "submission_id": body.submission_id,
+                "answers": body.answers,
+                "seconds_spent": body.seconds_spent,
+                "max_seconds_spent": settings.max_seconds_spent,
+            }
             stored = answer_service.stored_submission(session, **request)
             if stored is not None:
-                return json_model(_answer_out(stored, answer_service.values_as_shown(session, campaign=name,
-                                                                                     user=user, answer=stored)))
+                return json_model(
+                    _answer_out(
+                        stored, answer_service.values_as_shown(session, campaign=name, user=user, answer=stored)
+                    )
+                )
         with write_session(engine) as session:
             result = answer_service.submit_answer(session, **request)
             shown = answer_service.values_as_shown(session, campaign=name, user=user, answer=result.answer)
-        return json_model(_answer_out(result.answer, shown),
-                          status.HTTP_201_CREATED if result.created else status.HTTP_200_OK)
+        return json_model(
+            _answer_out(result.answer, shown), status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+        )
 
     @api.put("/v1/campaigns/{name}/answers/{item_id}", response_model=AnswerOut, tags=["answers"])
     def revise(name: str, item_id: int, body: ReviseIn, token: BearerToken) -> Response:
         with write_session(engine) as session:
             user = auth.signed_in(session, token=token)
             answer = answer_service.revise_answer(
-                session, campaign=name, user=user, item_id=item_id, answers=body.answers,
-                seconds_spent=body.seconds_spent, max_seconds_spent=settings.max_seconds_spent,
+                session,
+                campaign=name,
+                user=user,
+                item_id=item_id,
+                answers=body.answers,
+                seconds_spent=body.seconds_spent,
+                max_seconds_spent=settings.max_seconds_spent,
             )
             shown = answer_service.values_as_shown(session, campaign=name, user=user, answer=answer)
         return json_model(_answer_out(answer, shown))
@@ -147,5 +180,11 @@ def _add_answer_routes(api: FastAPI, engine: Engine, settings: Settings) -> None
 
 
 def _answer_out(answer: Any, values: dict[str, Any]) -> AnswerOut:
-    return AnswerOut(answer_id=answer.id, item_id=answer.item_id, submission_id=answer.submission_id,
-                     values=values, seconds_spent=answer.seconds_spent, revision=answer.revision)
+    return AnswerOut(
+        answer_id=answer.id,
+        item_id=answer.item_id,
+        submission_id=answer.submission_id,
+        values=values,
+        seconds_spent=answer.seconds_spent,
+        revision=answer.revision,
+    )

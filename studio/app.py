@@ -91,8 +91,9 @@ def _same_origin(request: Request) -> bool:
     return urlsplit(origin).netloc == request.headers.get("host", "")
 
 
-def add_login_routes(app: FastAPI, engine: Engine, *, token_ttl_seconds: int, throttle: LoginThrottle,
-                     cookie_secure: bool | None = None) -> None:
+def add_login_routes(
+    app: FastAPI, engine: Engine, *, token_ttl_seconds: int, throttle: LoginThrottle, cookie_secure: bool | None = None
+) -> None:
     """Add ``/`` (to the UI or the login page) and ``/login`` (GET the form, POST the credentials) to ``app``.
 
     Failed sign-ins count against ``throttle``; while it refuses, the form answers 429 without checking the
@@ -121,8 +122,13 @@ def add_login_routes(app: FastAPI, engine: Engine, *, token_ttl_seconds: int, th
                 return login(session, username=username, password=password, ttl_seconds=token_ttl_seconds)
 
         try:
-            token = await run_in_threadpool(throttle.attempt, username=username, address=client_address(request),
-                                            sign_in=attempt, failures=(ServiceError,))
+            token = await run_in_threadpool(
+                throttle.attempt,
+                username=username,
+                address=client_address(request),
+                sign_in=attempt,
+                failures=(ServiceError,),
+            )
         except LoginThrottled as error:
             page = _login_page("Too many failed sign-ins. Try again later.", status_code=429)
             page.headers["Retry-After"] = str(error.retry_after)
@@ -131,8 +137,9 @@ def add_login_routes(app: FastAPI, engine: Engine, *, token_ttl_seconds: int, th
             return _login_page("Wrong username or password.", status_code=401)
         response = RedirectResponse(UI_PATH + "/", status_code=303)
         secure = request.url.scheme == "https" if cookie_secure is None else cookie_secure
-        response.set_cookie(SESSION_COOKIE, token, max_age=token_ttl_seconds, httponly=True, samesite="lax", path="/",
-                            secure=secure)
+        response.set_cookie(
+            SESSION_COOKIE, token, max_age=token_ttl_seconds, httponly=True, samesite="lax", path="/", secure=secure
+        )
         return response
 
 
@@ -209,8 +216,13 @@ def create_app(settings: Settings) -> FastAPI:
         app.mount("/api", api)
     else:
         app.include_router(api)
-    add_login_routes(app, engine, token_ttl_seconds=settings.token_ttl_seconds, throttle=throttle,
-                     cookie_secure=settings.cookie_secure)
+    add_login_routes(
+        app,
+        engine,
+        token_ttl_seconds=settings.token_ttl_seconds,
+        throttle=throttle,
+        cookie_secure=settings.cookie_secure,
+    )
     add_logout_route(app, engine)
     add_ui_redirect(app, engine)
 

@@ -92,8 +92,7 @@ def create_db_engine(url: str, *, busy_timeout_ms: int = 30_000, echo: bool = Fa
         )
         _install_sqlite_hooks(engine, busy_timeout_ms)
         return engine
-    return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=POOL_SIZE,
-                         max_overflow=POOL_MAX_OVERFLOW)
+    return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_MAX_OVERFLOW)
 
 
 def is_sqlite(engine: Engine) -> bool:

@@ -104,8 +104,7 @@ def ensure_accounts(engine: object, accounts: list[DemoAccount]) -> int:
         existing = {user.username for user in list_users(session)}
         missing = [account for account in accounts if account.username not in existing]
         for account in missing:
-            create_user(session, username=account.username, password=account.password, role=account.role,
-                        actor="demo")
+            create_user(session, username=account.username, password=account.password, role=account.role, actor="demo")
     return len(missing)
 
 

@@ -26,8 +26,17 @@ from studio.services.queue import get_campaign
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".parquet")
 #: ``seconds_spent`` is what the annotator's page reported (empty when the client sent none); ``server_seconds`` is
 #: what the server measured from handing the item out to storing the answer, so every answer has a time.
-COLUMNS = ("campaign", "item", "target_id", "annotator", "question", "value", "seconds_spent", "server_seconds",
-           "answered_at")
+COLUMNS = (
+    "campaign",
+    "item",
+    "target_id",
+    "annotator",
+    "question",
+    "value",
+    "seconds_spent",
+    "server_seconds",
+    "answered_at",
+)
 
 
 def neutralise_cell(value: Any) -> str:
@@ -73,8 +82,13 @@ def vote_rows(
                 if question is not None and asked != question:
                     continue
                 yield {
-                    "campaign": found.name, "item": item.id, "target_id": target_id(item), "annotator": username,
-                    "question": asked, "value": value, "seconds_spent": answer.seconds_spent,
+                    "campaign": found.name,
+                    "item": item.id,
+                    "target_id": target_id(item),
+                    "annotator": username,
+                    "question": asked,
+                    "value": value,
+                    "seconds_spent": answer.seconds_spent,
                     "server_seconds": answer.server_seconds,
                     "answered_at": answer.created_at.isoformat(),
                 }
@@ -123,8 +137,9 @@ def _write_parquet(rows: Iterator[dict[str, Any]], output: Path) -> int:
         for column in COLUMNS:
             columns[column].append(value_text(row["value"]) if column == "value" else row[column])
     types = {"item": pa.int64(), "seconds_spent": pa.float64(), "server_seconds": pa.float64()}
-    table = pa.table({column: pa.array(values, type=types.get(column, pa.string()))
-                      for column, values in columns.items()})
+    table = pa.table(
+        {column: pa.array(values, type=types.get(column, pa.string())) for column, values in columns.items()}
+    )
     temporary = output.with_name(output.name + ".tmp")
     pq.write_table(table, temporary)
     os.replace(temporary, output)

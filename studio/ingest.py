@@ -59,10 +59,18 @@ def scenario_row(scenario: Scenario) -> dict[str, Any]:
     """The scenario as a ``scenario`` table row, with the hash that tells whether it changed."""
     data = scenario.model_dump(mode="json")
     return {
-        "id": scenario.id, "subtask": scenario.subtask, "persona": scenario.persona, "history": data["history"],
-        "user_input": scenario.user_input, "reference": scenario.reference, "tags": data["tags"],
-        "context": data["context"], "source": scenario.source, "language": scenario.tags.language,
-        "instruction_kind": scenario.tags.instruction_kind, "high_risk": scenario.tags.high_risk,
+        "id": scenario.id,
+        "subtask": scenario.subtask,
+        "persona": scenario.persona,
+        "history": data["history"],
+        "user_input": scenario.user_input,
+        "reference": scenario.reference,
+        "tags": data["tags"],
+        "context": data["context"],
+        "source": scenario.source,
+        "language": scenario.tags.language,
+        "instruction_kind": scenario.tags.instruction_kind,
+        "high_risk": scenario.tags.high_risk,
         "content_hash": hashlib.sha256(json.dumps(data, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
     }
 
@@ -82,18 +90,35 @@ def _ingest_scenarios(session: Session, scenarios: Iterable[Scenario], actor: st
         old = session.get(ScenarioRow, row["id"])
         fields = sorted(name for name, value in row.items() if getattr(old, name) != value and name != "content_hash")
         session.execute(update(ScenarioRow).where(ScenarioRow.id == row["id"]).values(**row))
-        session.add(AuditLog(actor=actor, action="scenario.update", entity="scenario", entity_id=row["id"],
-                             detail={"fields": fields, "old_hash": old.content_hash if old else None}))
+        session.add(
+            AuditLog(
+                actor=actor,
+                action="scenario.update",
+                entity="scenario",
+                entity_id=row["id"],
+                detail={"fields": fields, "old_hash": old.content_hash if old else None},
+            )
+        )
     report.scenarios_added, report.scenarios_updated = len(added), len(changed)
 
 
 def _ingest_responses(session: Session, responses: Iterable[Response], report: IngestReport) -> dict[Key, int]:
-    stored = {(sid, model, variant): (rid, text) for rid, sid, model, variant, text in session.execute(
-        select(ResponseRow.id, ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant, ResponseRow.text))}
+    stored = {
+        (sid, model, variant): (rid, text)
+        for rid, sid, model, variant, text in session.execute(
+            select(ResponseRow.id, ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant, ResponseRow.text)
+        )
+    }
     added, changed = [], []
     for response in responses:
-        row = {"scenario_id": response.scenario_id, "model": response.model, "variant": response.variant,
-               "text": response.text, "backend": response.backend, "prompt_version": response.prompt_version}
+        row = {
+            "scenario_id": response.scenario_id,
+            "model": response.model,
+            "variant": response.variant,
+            "text": response.text,
+            "backend": response.backend,
+            "prompt_version": response.prompt_version,
+        }
         if response.key not in stored:
             added.append({**row, "needs_adjudication": False, "created_at": response.created_at})
         elif stored[response.key][1] != response.text:
@@ -103,14 +128,21 @@ def _ingest_responses(session: Session, responses: Iterable[Response], report: I
     for batch in _batches(changed, "responses (changed)"):
         session.execute(update(ResponseRow), batch)
     report.responses_added, report.responses_updated = len(added), len(changed)
-    return {(sid, model, variant): rid for rid, sid, model, variant in session.execute(
-        select(ResponseRow.id, ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant))}
+    return {
+        (sid, model, variant): rid
+        for rid, sid, model, variant in session.execute(
+            select(ResponseRow.id, ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant)
+        )
+    }
 
 
 def _score_values(score: Score, result: Result | None) -> dict[str, Any]:
     values: dict[str, Any] = {name: getattr(score, name) for name in SCORE_FIELDS}
-    values |= {"subtask": score.subtask, "signature": score.signature.model_dump(mode="json"),
-               "signature_label": score.signature.label()}
+    values |= {
+        "subtask": score.subtask,
+        "signature": score.signature.model_dump(mode="json"),
+        "signature_label": score.signature.label(),
+    }
     values |= {name: getattr(result, name) if result is not None else None for name in RESULT_FIELDS}
     return values
 
@@ -129,14 +161,29 @@ def other_origin(old: dict[str, Any], values: dict[str, Any]) -> str | None:
 def _refuse_replacing(conflicts: list[tuple[Key, str]]) -> None:
     if conflicts:
         key, why = conflicts[0]
-        raise IngestError(f"scores.jsonl: {len(conflicts)} stored score(s) came from another scoring or judge "
-                          f"(e.g. {key}: {why}); nothing was changed — ingest with --replace to overwrite them")
+        raise IngestError(
+            f"scores.jsonl: {len(conflicts)} stored score(s) came from another scoring or judge "
+            f"(e.g. {key}: {why}); nothing was changed — ingest with --replace to overwrite them"
+        )
 
 
-def _ingest_scores(session: Session, scores: dict[Key, Score], results: dict[Key, Result],
-                   response_ids: dict[Key, int], report: IngestReport, replace: bool = False) -> None:
-    columns = [ScoreRow.id, ScoreRow.response_id, ScoreRow.J_human, *[getattr(ScoreRow, name) for name in
-               ("subtask", "signature", "signature_label", *SCORE_FIELDS, *RESULT_FIELDS)]]
+def _ingest_scores(
+    session: Session,
+    scores: dict[Key, Score],
+    results: dict[Key, Result],
+    response_ids: dict[Key, int],
+    report: IngestReport,
+    replace: bool = False,
+) -> None:
+    columns = [
+        ScoreRow.id,
+        ScoreRow.response_id,
+        ScoreRow.J_human,
+        *[
+            getattr(ScoreRow, name)
+            for name in ("subtask", "signature", "signature_label", *SCORE_FIELDS, *RESULT_FIELDS)
+        ],
+    ]
     stored = {row.response_id: row._asdict() for row in session.execute(select(*columns))}
     added, changed, flags, conflicts = [], [], [], []
     for key, score in scores.items():

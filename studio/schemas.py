@@ -62,7 +62,7 @@ def _coerce_options(raw: Any) -> Any:
     if isinstance(raw, list):
         for item in raw:
             if isinstance(item, bool):
-                raise ValueError(f"option {item} is a YAML boolean: quote it, e.g. \"yes\" / \"no\"")
+                raise ValueError(f'option {item} is a YAML boolean: quote it, e.g. "yes" / "no"')
         return [{"value": str(item)} if not isinstance(item, dict) else item for item in raw]
     return raw
 

@@ -115,9 +115,16 @@ class SameOriginMiddleware:
             await self.app(scope, receive, send)
             return
         body = b"request refused: it came from another site (Origin does not match Host)"
-        await send({"type": "http.response.start", "status": 403,
-                    "headers": [(b"content-type", b"text/plain; charset=utf-8"),
-                                (b"content-length", str(len(body)).encode())]})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 403,
+                "headers": [
+                    (b"content-type", b"text/plain; charset=utf-8"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
         await send({"type": "http.response.body", "body": body})
 
 
@@ -157,8 +164,11 @@ class LoginThrottle:
 
     def _keys(self, username: str, address: str) -> list[tuple[tuple[str, str], int]]:
         name = username.strip().casefold()
-        return [(("pair", f"{name}\x00{address}"), self.per_pair), (("address", address), self.per_address),
-                (("username", name), self.per_username)]
+        return [
+            (("pair", f"{name}\x00{address}"), self.per_pair),
+            (("address", address), self.per_address),
+            (("username", name), self.per_username),
+        ]
 
     def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
         times = self._failures.get(key)
@@ -197,8 +207,9 @@ class LoginThrottle:
         with self._lock:
             self._failures.pop(self._keys(username, address)[0][0], None)
 
-    def attempt(self, *, username: str, address: str, sign_in: Callable[[], T],
-                failures: Iterable[type[BaseException]]) -> T:
+    def attempt(
+        self, *, username: str, address: str, sign_in: Callable[[], T], failures: Iterable[type[BaseException]]
+    ) -> T:
         """Run ``sign_in`` unless throttled (then raise :class:`LoginThrottled`); count a raise of ``failures``.
 
         ``sign_in`` (which hashes the password) is not called at all while throttled, so a flood of

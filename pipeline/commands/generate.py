@@ -31,9 +31,7 @@ def make_backend(
 
         if base_url is None:
             raise click.UsageError("--backend openai needs --base-url (e.g. http://127.0.0.1:8000/v1)")
-        return OpenAIBackend(
-            model=model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout
-        )
+        return OpenAIBackend(model=model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout)
     import importlib.util
 
     from pipeline.generation.vllm_backend import INSTALL_HINT, VLLMBackend

@@ -22,19 +22,27 @@ MAX_REPORTED_ERRORS = 20
 
 @click.command("agreement")
 @click.option(
-    "--votes", "votes_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    "--votes",
+    "votes_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Votes with columns item,annotator,value (empty value = no answer): .csv, or h2h export votes' .jsonl / "
     ".parquet; a question column is picked with --question.",
 )
 @click.option(
-    "--level", required=True, type=click.Choice(["nominal", "ordinal", "interval", "ratio"]),
+    "--level",
+    required=True,
+    type=click.Choice(["nominal", "ordinal", "interval", "ratio"]),
     help="Level of measurement of the question's answers.",
 )
 @click.option("--question", default=None, help="The question to rate, when the file has a question column.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option("--resamples", default=1000, show_default=True, help="Bootstrap resamples for α's 95% interval.")
 @click.option(
-    "--annotators", "annotators_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+    "--annotators",
+    "annotators_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
     help="Also write each annotator's agreement with the majority here (.csv, .jsonl or .parquet).",
 )
 def agreement_command(
@@ -87,8 +95,9 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str | None, 
         try:
             frame = read_table(path)
         except (ValueError, OSError) as error:
-            raise click.BadParameter(f"{path}: cannot read it as {path.suffix}: {error}",
-                                     param_hint="--votes") from None
+            raise click.BadParameter(
+                f"{path}: cannot read it as {path.suffix}: {error}", param_hint="--votes"
+            ) from None
         frame = frame.astype(object).where(frame.notna(), None)
         rows = [{column: value_text(value) for column, value in record.items()} for record in frame.to_dict("records")]
         return [str(column) for column in frame.columns], list(enumerate(rows, start=1))
@@ -102,8 +111,11 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str | None, 
                 start, line = line + 1, reader.line_num
                 kept.append((start, row))
     except UnicodeDecodeError as error:
-        raise click.BadParameter(f"{path}: not UTF-8 CSV text ({error.reason} at byte {error.start}); "
-                                 "votes come as .csv, .jsonl or .parquet", param_hint="--votes") from None
+        raise click.BadParameter(
+            f"{path}: not UTF-8 CSV text ({error.reason} at byte {error.start}); "
+            "votes come as .csv, .jsonl or .parquet",
+            param_hint="--votes",
+        ) from None
     return header, kept
 
 
@@ -117,11 +129,13 @@ def select_question(path: Path, question: str | None, target: Path) -> tuple[Pat
     if "question" in header:
         present = sorted({row.get("question") or "" for _, row in kept})
         if question is None and len(present) > 1:
-            raise click.BadParameter(f"{path} holds the questions {', '.join(present)}; pick one",
-                                     param_hint="--question")
+            raise click.BadParameter(
+                f"{path} holds the questions {', '.join(present)}; pick one", param_hint="--question"
+            )
         if question is not None and question not in present:
-            raise click.BadParameter(f"{path} has no votes on {question!r} (it has {', '.join(present)})",
-                                     param_hint="--question")
+            raise click.BadParameter(
+                f"{path} has no votes on {question!r} (it has {', '.join(present)})", param_hint="--question"
+            )
         kept = [(start, row) for start, row in kept if question is None or row.get("question") == question]
     elif question is not None:
         raise click.BadParameter(f"{path} has no question column", param_hint="--question")
@@ -133,8 +147,9 @@ def _write_plain(kept: list[tuple[int, dict[str | None, str]]], header: list[str
         writer = csv.writer(handle)
         writer.writerow(header)
         for _, row in kept:
-            cells = [plain_value(row[column]) if column == "value" and row[column] else row[column]
-                     for column in header]
+            cells = [
+                plain_value(row[column]) if column == "value" and row[column] else row[column] for column in header
+            ]
             # a short row stays short and a long one long (DictReader's None / None key), so read_votes still says so
             writer.writerow([cell for cell in cells if cell is not None] + list(row.get(None) or []))
     with open(target, encoding="utf-8", newline="") as handle:

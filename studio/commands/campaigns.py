@@ -48,8 +48,11 @@ def resolve_schema(schema: str, schemas_dir: Path | None) -> WorkflowSchema:
     except SchemaFileError as error:
         raise click.BadParameter(f"\n{error}", param_hint="--schema/--schemas-dir") from None
     if schema not in schemas:
-        raise click.BadParameter(f"{schema!r} is not one of {', '.join(sorted(schemas))} (a schema of your own: "
-                                 "give its YAML file, or --schemas-dir DIR)", param_hint="--schema")
+        raise click.BadParameter(
+            f"{schema!r} is not one of {', '.join(sorted(schemas))} (a schema of your own: "
+            "give its YAML file, or --schemas-dir DIR)",
+            param_hint="--schema",
+        )
     return schemas[schema]
 
 
@@ -60,8 +63,12 @@ def campaign() -> None:
 
 @campaign.command("create")
 @click.argument("name")
-@click.option("--schema", "schema_name", required=True,
-              help="Workflow: a name in annotation_schemas/ (or --schemas-dir), or a YAML file's path.")
+@click.option(
+    "--schema",
+    "schema_name",
+    required=True,
+    help="Workflow: a name in annotation_schemas/ (or --schemas-dir), or a YAML file's path.",
+)
 @click.option("--people-per-item", type=click.IntRange(min=1), default=None)
 @click.option("--subtask", "subtasks", multiple=True, help="Only these subtasks (repeatable).")
 @click.option("--high-risk-only", is_flag=True)
@@ -71,21 +78,42 @@ def campaign() -> None:
 @click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
 @click.option("--schemas-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None)
 @db_option
-def create(name: str, schema_name: str, people_per_item: int | None, subtasks: tuple[str, ...],
-           high_risk_only: bool, models: tuple[str, ...], variants: tuple[str, ...], flagged_only: bool,
-           gold: Path | None, schemas_dir: Path | None, db_url: str | None) -> None:
+def create(
+    name: str,
+    schema_name: str,
+    people_per_item: int | None,
+    subtasks: tuple[str, ...],
+    high_risk_only: bool,
+    models: tuple[str, ...],
+    variants: tuple[str, ...],
+    flagged_only: bool,
+    gold: Path | None,
+    schemas_dir: Path | None,
+    db_url: str | None,
+) -> None:
     """Create campaign NAME over the targets the schema and filters pick."""
     from studio.db import write_session
     from studio.services.campaigns import TargetSelection, create_campaign
 
     schema = resolve_schema(schema_name, schemas_dir)
-    selection = TargetSelection(subtasks=list(subtasks) or None, high_risk_only=high_risk_only,
-                                models=list(models) or None, variants=list(variants) or None,
-                                flagged_only=flagged_only)
+    selection = TargetSelection(
+        subtasks=list(subtasks) or None,
+        high_risk_only=high_risk_only,
+        models=list(models) or None,
+        variants=list(variants) or None,
+        flagged_only=flagged_only,
+    )
     entries = read_gold(gold) if gold else None
     with open_store(db_url) as engine, write_session(engine) as session:
-        created = create_campaign(session, name=name, schema=schema, people_per_item=people_per_item,
-                                  selection=selection, gold=entries, actor="cli")
+        created = create_campaign(
+            session,
+            name=name,
+            schema=schema,
+            people_per_item=people_per_item,
+            selection=selection,
+            gold=entries,
+            actor="cli",
+        )
     click.echo(f"created campaign {created.name} ({created.schema_name}, {created.people_per_item} per item)")
 
 
@@ -99,8 +127,10 @@ def list_(db_url: str | None) -> None:
     with open_store(db_url) as engine, read_session(engine) as session:
         for summary in campaign_summaries(session, user=None, include_closed=True):
             progress = summary.progress
-            click.echo(f"{summary.name}\t{summary.schema_name}\t{summary.status}\t{summary.people_per_item}/item\t"
-                       f"{progress['answers']} answers\t{progress['complete_items']}/{progress['items']} complete")
+            click.echo(
+                f"{summary.name}\t{summary.schema_name}\t{summary.status}\t{summary.people_per_item}/item\t"
+                f"{progress['answers']} answers\t{progress['complete_items']}/{progress['items']} complete"
+            )
 
 
 def _set_status(name: str, status: str, db_url: str | None) -> None:

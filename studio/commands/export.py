@@ -17,8 +17,13 @@ def export() -> None:
 @export.command("votes")
 @click.option("--campaign", required=True, help="Campaign name.")
 @click.option("--question", default=None, help="Only this question's answers (the file h2h agreement reads).")
-@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="Output file: .csv (formula-safe), .jsonl or .parquet.")
+@click.option(
+    "-o",
+    "--output",
+    required=True,
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Output file: .csv (formula-safe), .jsonl or .parquet.",
+)
 @db_option
 def votes(campaign: str, question: str | None, output: Path, db_url: str | None) -> None:
     """One row per stored answer per question: item, annotator, question, value, time (format by suffix)."""

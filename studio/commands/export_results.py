@@ -25,8 +25,9 @@ Output = click.Path(dir_okay=False, path_type=Path)
 
 def output_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """``-o/--output FILE``: .csv, .jsonl or .parquet."""
-    return click.option("-o", "--output", required=True, type=Output,
-                        help="Output file: .csv (formula-safe), .jsonl or .parquet.")(function)
+    return click.option(
+        "-o", "--output", required=True, type=Output, help="Output file: .csv (formula-safe), .jsonl or .parquet."
+    )(function)
 
 
 @contextmanager
@@ -55,8 +56,9 @@ def write(frame: pd.DataFrame, output: Path, what: str) -> None:
 @click.option("--signature", default=None, help="Score signature label (needed when the store holds several).")
 @click.option("--judge", default=None, help="Judge label judge=MODEL|prompt=VERSION (needed when several).")
 @db_option
-def leaderboard_export(output: Path, variant: str | None, signature: str | None, judge: str | None,
-                       db_url: str | None) -> None:
+def leaderboard_export(
+    output: Path, variant: str | None, signature: str | None, judge: str | None, db_url: str | None
+) -> None:
     """Paper Table 2 from the store, J_final for itinerary I–III once adjudicated; pending items are reported."""
     from studio.services.research import leaderboard
 
@@ -107,12 +109,24 @@ def instruction_export(output: Path, campaign: str | None, plot: Path | None, db
 @click.option("--campaign", required=True, help="Campaign name.")
 @click.option("--annotators", type=Output, default=None, help="Also write per-annotator agreement here.")
 @click.option("--gold", type=Output, default=None, help="Also write gold-item accuracy here.")
-@click.option("--resamples", default=1000, show_default=True, type=click.IntRange(min=0),
-              help="Bootstrap resamples for α's interval.")
+@click.option(
+    "--resamples",
+    default=1000,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Bootstrap resamples for α's interval.",
+)
 @click.option("--seed", default=0, show_default=True, help="Bootstrap seed.")
 @db_option
-def agreement_export(output: Path, campaign: str, annotators: Path | None, gold: Path | None, resamples: int,
-                     seed: int, db_url: str | None) -> None:
+def agreement_export(
+    output: Path,
+    campaign: str,
+    annotators: Path | None,
+    gold: Path | None,
+    resamples: int,
+    seed: int,
+    db_url: str | None,
+) -> None:
     """Agreement per question (α with CI, Fleiss κ, percent agreement, counts) of one campaign."""
     from studio.services.research import agreement
 
@@ -139,8 +153,20 @@ def adjudicated_export(output: Path, variant: str | None, db_url: str | None) ->
     rows = rows[rows["subtask"].isin(JUDGED_SUBTASKS)]
     if variant is not None:
         rows = rows[rows["variant"] == variant]
-    columns = ["scenario_id", "model", "variant", "subtask", "S", "J_judge", "J", "J_human", "J_final",
-               "needs_adjudication", "signature", "judge"]
+    columns = [
+        "scenario_id",
+        "model",
+        "variant",
+        "subtask",
+        "S",
+        "J_judge",
+        "J",
+        "J_human",
+        "J_final",
+        "needs_adjudication",
+        "signature",
+        "judge",
+    ]
     write(rows[columns].reset_index(drop=True), output, "adjudicated")
 
 
@@ -164,5 +190,10 @@ def dataset_export(output: Path, version: str, db_url: str | None) -> None:
 
 
 RESULT_EXPORTS: tuple[click.Command, ...] = (
-    leaderboard_export, sap_export, instruction_export, agreement_export, adjudicated_export, dataset_export,
+    leaderboard_export,
+    sap_export,
+    instruction_export,
+    agreement_export,
+    adjudicated_export,
+    dataset_export,
 )

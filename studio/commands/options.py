@@ -15,7 +15,10 @@ if TYPE_CHECKING:  # the ORM is imported only when a command runs: `h2h --help` 
 def db_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """``--db URL``: the store (default ``H2H_DATABASE_URL``, else the SQLite file of the settings)."""
     return click.option(
-        "--db", "db_url", default=None, metavar="URL",
+        "--db",
+        "db_url",
+        default=None,
+        metavar="URL",
         help="Database URL (sqlite:///file.sqlite or postgresql://...); default $H2H_DATABASE_URL.",
     )(function)
 

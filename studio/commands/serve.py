@@ -25,8 +25,13 @@ def serve(database_url: str, host: str, port: int) -> None:
 
 
 @click.command("studio")
-@click.option("--db", "database_url", envvar="H2H_DATABASE_URL", required=True,
-              help="Store URL, e.g. sqlite:///studio.sqlite or postgresql://user@host/db (or $H2H_DATABASE_URL).")
+@click.option(
+    "--db",
+    "database_url",
+    envvar="H2H_DATABASE_URL",
+    required=True,
+    help="Store URL, e.g. sqlite:///studio.sqlite or postgresql://user@host/db (or $H2H_DATABASE_URL).",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=7860, show_default=True, type=int, help="Port to listen on.")
 def studio_command(database_url: str, host: str, port: int) -> None:
@@ -36,15 +41,23 @@ def studio_command(database_url: str, host: str, port: int) -> None:
 
 @click.command("demo")
 @click.option("--db", "database_url", default=None, help="Store URL (default: a SQLite file in --dir).")
-@click.option("--dir", "directory", default="h2h-demo", show_default=True, type=click.Path(file_okay=False,
-              path_type=Path), help="Folder for the demo store and run directory.")
+@click.option(
+    "--dir",
+    "directory",
+    default="h2h-demo",
+    show_default=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder for the demo store and run directory.",
+)
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=7860, show_default=True, type=int, help="Port to listen on.")
-@click.option("--annotators", default=50, show_default=True, type=click.IntRange(1, 999),
-              help="How many demo annotator accounts.")
+@click.option(
+    "--annotators", default=50, show_default=True, type=click.IntRange(1, 999), help="How many demo annotator accounts."
+)
 @click.option("--no-serve", is_flag=True, help="Prepare everything, print the accounts, and exit.")
-def demo_command(database_url: str | None, directory: Path, host: str, port: int, annotators: int,
-                 no_serve: bool) -> None:
+def demo_command(
+    database_url: str | None, directory: Path, host: str, port: int, annotators: int, no_serve: bool
+) -> None:
     """Run the pipeline on the bundled demo data, fill a store, create demo accounts and campaigns, serve it.
 
     Safe to run again: it resumes and reuses what exists. Demo passwords are the username followed by

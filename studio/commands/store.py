@@ -10,10 +10,18 @@ from studio.commands.options import db_option, open_store
 
 
 @click.command("ingest")
-@click.option("--run", "run_dir", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="The run directory (scenarios, responses, scores, judgments / results).")
-@click.option("--replace", is_flag=True,
-              help="Overwrite stored scores made with another score signature or judge (refused otherwise).")
+@click.option(
+    "--run",
+    "run_dir",
+    required=True,
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The run directory (scenarios, responses, scores, judgments / results).",
+)
+@click.option(
+    "--replace",
+    is_flag=True,
+    help="Overwrite stored scores made with another score signature or judge (refused otherwise).",
+)
 @db_option
 def ingest(run_dir: Path, replace: bool, db_url: str | None) -> None:
     """Ingest a run's scenarios, responses, scores and judge results (idempotent)."""

@@ -18,8 +18,13 @@ def users() -> None:
 @users.command("add")
 @click.argument("name")
 @click.option("--role", required=True, type=click.Choice(ROLES))
-@click.option("--password", prompt=True, hide_input=True, confirmation_prompt=True,
-              help="Asked for when not given (prefer that: command lines end up in shell history).")
+@click.option(
+    "--password",
+    prompt=True,
+    hide_input=True,
+    confirmation_prompt=True,
+    help="Asked for when not given (prefer that: command lines end up in shell history).",
+)
 @db_option
 def add(name: str, role: str, password: str, db_url: str | None) -> None:
     """Add person NAME with a role and password."""

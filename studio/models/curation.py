@@ -86,4 +86,3 @@ def _refuse_update(_mapper: Any, _connection: Any, target: DatasetVersion) -> No
 @event.listens_for(DatasetVersion, "before_delete")
 def _refuse_delete(_mapper: Any, _connection: Any, target: DatasetVersion) -> None:
     raise ImmutableVersionError(f"dataset version {target.name!r} is published and cannot be deleted")
-

@@ -17,20 +17,72 @@ from studio.models import Answer, Campaign, Item, ResponseRow, ScenarioRow, Scor
 from studio.schemas import FreeText, MultipleChoice, NumberRange, Pairwise, Rating, SingleChoice, WorkflowSchema
 
 ANSWER_COLUMNS: tuple[str, ...] = (
-    "answer_id", "item", "user_id", "annotator", "role", "values", "seconds_spent", "server_seconds",
-    "scenario_id", "response_id", "response_b_id", "is_gold", "model", "variant", "subtask", "instruction_kind",
+    "answer_id",
+    "item",
+    "user_id",
+    "annotator",
+    "role",
+    "values",
+    "seconds_spent",
+    "server_seconds",
+    "scenario_id",
+    "response_id",
+    "response_b_id",
+    "is_gold",
+    "model",
+    "variant",
+    "subtask",
+    "instruction_kind",
 )
 SCORE_COLUMNS: tuple[str, ...] = (
-    "score_id", "response_id", "scenario_id", "model", "variant", "subtask", "needs_adjudication", "bleu1", "bleu2",
-    "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S", "J_judge", "J", "J_human", "J_final", "signature",
-    "judge_model", "judge_prompt_version",
+    "score_id",
+    "response_id",
+    "scenario_id",
+    "model",
+    "variant",
+    "subtask",
+    "needs_adjudication",
+    "bleu1",
+    "bleu2",
+    "bleu3",
+    "bleu4",
+    "rouge1",
+    "rougeL",
+    "ss",
+    "S",
+    "J_judge",
+    "J",
+    "J_human",
+    "J_final",
+    "signature",
+    "judge_model",
+    "judge_prompt_version",
 )
 SCORE_METRICS: tuple[str, ...] = (
-    "bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S", "J_judge", "J", "J_human", "J_final",
+    "bleu1",
+    "bleu2",
+    "bleu3",
+    "bleu4",
+    "rouge1",
+    "rougeL",
+    "ss",
+    "S",
+    "J_judge",
+    "J",
+    "J_human",
+    "J_final",
 )
 #: Columns of :func:`leaderboard_groups`.
 GROUP_COLUMNS: tuple[str, ...] = (
-    "model", "variant", "subtask", "signature", "judge", "items", "value_sum", "value_count", "adjudicated",
+    "model",
+    "variant",
+    "subtask",
+    "signature",
+    "judge",
+    "items",
+    "value_sum",
+    "value_count",
+    "adjudicated",
 )
 
 
@@ -48,9 +100,22 @@ def campaign_answers(session: Session, campaign: Campaign) -> pd.DataFrame:
     """
     query = (
         select(
-            Answer.id, Answer.item_id, Answer.user_id, User.username, User.role, Answer.values, Answer.seconds_spent,
-            Answer.server_seconds, Item.scenario_id, Item.response_id, Item.response_b_id,
-            Item.is_gold, ResponseRow.model, ResponseRow.variant, ScenarioRow.subtask, ScenarioRow.instruction_kind,
+            Answer.id,
+            Answer.item_id,
+            Answer.user_id,
+            User.username,
+            User.role,
+            Answer.values,
+            Answer.seconds_spent,
+            Answer.server_seconds,
+            Item.scenario_id,
+            Item.response_id,
+            Item.response_b_id,
+            Item.is_gold,
+            ResponseRow.model,
+            ResponseRow.variant,
+            ScenarioRow.subtask,
+            ScenarioRow.instruction_kind,
         )
         .join(Item, Item.id == Answer.item_id)
         .join(User, User.id == Answer.user_id)
@@ -65,8 +130,15 @@ def campaign_answers(session: Session, campaign: Campaign) -> pd.DataFrame:
 def campaign_items(session: Session, campaign: Campaign) -> pd.DataFrame:
     """The campaign's items: item, scenario_id, response_id, response_b_id, is_gold, gold_answers, answer_count."""
     query = (
-        select(Item.id, Item.scenario_id, Item.response_id, Item.response_b_id, Item.is_gold, Item.gold_answers,
-               Item.answer_count)
+        select(
+            Item.id,
+            Item.scenario_id,
+            Item.response_id,
+            Item.response_b_id,
+            Item.is_gold,
+            Item.gold_answers,
+            Item.answer_count,
+        )
         .where(Item.campaign_id == campaign.id)
         .order_by(Item.position)
     )
@@ -77,11 +149,16 @@ def campaign_items(session: Session, campaign: Campaign) -> pd.DataFrame:
 def _score_columns() -> dict[str, Any]:
     """:data:`SCORE_COLUMNS` → the SQL expression of each (the score row joined to its response)."""
     return {
-        "score_id": ScoreRow.id, "response_id": ScoreRow.response_id, "scenario_id": ResponseRow.scenario_id,
-        "model": ResponseRow.model, "variant": ResponseRow.variant, "subtask": ScoreRow.subtask,
+        "score_id": ScoreRow.id,
+        "response_id": ScoreRow.response_id,
+        "scenario_id": ResponseRow.scenario_id,
+        "model": ResponseRow.model,
+        "variant": ResponseRow.variant,
+        "subtask": ScoreRow.subtask,
         "needs_adjudication": ResponseRow.needs_adjudication,
         **{name: getattr(ScoreRow, name) for name in SCORE_METRICS},
-        "signature": ScoreRow.signature_label, "judge_model": ScoreRow.judge_model,
+        "signature": ScoreRow.signature_label,
+        "judge_model": ScoreRow.judge_model,
         "judge_prompt_version": ScoreRow.judge_prompt_version,
     }
 
@@ -104,8 +181,11 @@ def score_frame(
     unknown = [name for name in (*columns, *present) if name not in expressions]
     if unknown:
         raise ValueError(f"unknown score column(s): {', '.join(unknown)}")
-    query = (select(*(expressions[name] for name in columns))
-             .join(ResponseRow, ResponseRow.id == ScoreRow.response_id).order_by(ScoreRow.response_id))
+    query = (
+        select(*(expressions[name] for name in columns))
+        .join(ResponseRow, ResponseRow.id == ScoreRow.response_id)
+        .order_by(ScoreRow.response_id)
+    )
     if campaign is not None:
         query = query.where(ScoreRow.response_id.in_(select(Item.response_id).where(Item.campaign_id == campaign.id)))
     if variant is not None:
@@ -134,19 +214,41 @@ def leaderboard_groups(session: Session, *, variant: str | None = None) -> pd.Da
     judged = ScoreRow.subtask.in_(JUDGED_SUBTASKS)
     awaiting = and_(ResponseRow.needs_adjudication.is_(True), ScoreRow.J_human.is_(None))
     value = case((judged, case((awaiting, null()), else_=ScoreRow.J_final * 100.0 / 5.0)), else_=ScoreRow.S * 100.0)
-    keys = (ResponseRow.model, ResponseRow.variant, ScoreRow.subtask, ScoreRow.signature_label, ScoreRow.judge_model,
-            ScoreRow.judge_prompt_version)
-    query = (select(*keys, func.count(), func.sum(value), func.count(value), func.count(ScoreRow.J_human))
-             .join(ResponseRow, ResponseRow.id == ScoreRow.response_id).group_by(*keys))
+    keys = (
+        ResponseRow.model,
+        ResponseRow.variant,
+        ScoreRow.subtask,
+        ScoreRow.signature_label,
+        ScoreRow.judge_model,
+        ScoreRow.judge_prompt_version,
+    )
+    query = (
+        select(*keys, func.count(), func.sum(value), func.count(value), func.count(ScoreRow.J_human))
+        .join(ResponseRow, ResponseRow.id == ScoreRow.response_id)
+        .group_by(*keys)
+    )
     if variant is not None:
         query = query.where(ResponseRow.variant == variant)
-    names = ("model", "variant", "subtask", "signature", "judge_model", "judge_prompt_version", "items", "value_sum",
-             "value_count", "adjudicated")
+    names = (
+        "model",
+        "variant",
+        "subtask",
+        "signature",
+        "judge_model",
+        "judge_prompt_version",
+        "items",
+        "value_sum",
+        "value_count",
+        "adjudicated",
+    )
     frame = _frame(session, query, names)
     frame["value_sum"] = pd.to_numeric(frame["value_sum"]).astype(float)
-    frame["judge"] = [judge_label(model, version) if subtask in JUDGED_SUBTASKS and pd.notna(model) else None
-                      for subtask, model, version in zip(frame["subtask"], frame["judge_model"],
-                                                         frame["judge_prompt_version"], strict=True)]
+    frame["judge"] = [
+        judge_label(model, version) if subtask in JUDGED_SUBTASKS and pd.notna(model) else None
+        for subtask, model, version in zip(
+            frame["subtask"], frame["judge_model"], frame["judge_prompt_version"], strict=True
+        )
+    ]
     return frame.loc[:, list(GROUP_COLUMNS)].sort_values(list(GROUP_COLUMNS[:4]), kind="stable", ignore_index=True)
 
 
@@ -187,8 +289,10 @@ def answers_by_question(answers: pd.DataFrame, schema: WorkflowSchema) -> pd.Dat
         for question, value in (values or {}).items():
             if question in multiple:
                 chosen = set(value or [])
-                rows.extend((item, annotator, f"{question}={option}", "yes" if option in chosen else "no")
-                            for option in multiple[question])
+                rows.extend(
+                    (item, annotator, f"{question}={option}", "yes" if option in chosen else "no")
+                    for option in multiple[question]
+                )
             else:
                 rows.append((item, annotator, question, value))
     return pd.DataFrame(rows, columns=["item", "annotator", "question", "value"])

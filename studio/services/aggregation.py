@@ -88,9 +88,14 @@ def _complete(answers: pd.DataFrame, campaign: Campaign, quota: int) -> pd.DataF
 
 def _summary(campaign: Campaign, rule: str, answers: pd.DataFrame, complete: pd.DataFrame) -> AggregationSummary:
     n_complete = complete["item"].nunique()
-    return AggregationSummary(campaign=campaign.name, workflow_type=campaign.workflow_type, rule=rule,
-                              answers=len(answers), complete_items=n_complete,
-                              incomplete_items=answers["item"].nunique() - n_complete)
+    return AggregationSummary(
+        campaign=campaign.name,
+        workflow_type=campaign.workflow_type,
+        rule=rule,
+        answers=len(answers),
+        complete_items=n_complete,
+        incomplete_items=answers["item"].nunique() - n_complete,
+    )
 
 
 def _update_status(row: ScenarioStatus, values: dict[str, Any]) -> bool:
@@ -131,10 +136,14 @@ def _write_statuses(session: Session, updates: dict[str, dict[str, Any]]) -> int
         known = {row.scenario_id: row for row in session.execute(query).scalars()}
     now = utc_now()
     defaults = _status_defaults()  # a new row has no earlier decision to outrank its values
-    created = [defaults | values | {"scenario_id": scenario_id, "updated_at": now}
-               for scenario_id, values in updates.items() if scenario_id not in known]
-    changed = sum(_update_status(known[scenario_id], values) for scenario_id, values in updates.items()
-                  if scenario_id in known)
+    created = [
+        defaults | values | {"scenario_id": scenario_id, "updated_at": now}
+        for scenario_id, values in updates.items()
+        if scenario_id not in known
+    ]
+    changed = sum(
+        _update_status(known[scenario_id], values) for scenario_id, values in updates.items() if scenario_id in known
+    )
     if created:
         session.execute(insert(ScenarioStatus), created)
     session.flush()
@@ -166,8 +175,9 @@ def _aggregate_majority(run: _Run, rule: MajorityRule) -> None:
     if not choice_ids:
         return
     min_share = rule.min_agreement if rule.min_agreement is not None else 0.0
-    per_question = [crowd_majority(long.loc[long["question"] == q, ["item", "value"]], min_share=min_share)
-                    for q in choice_ids]
+    per_question = [
+        crowd_majority(long.loc[long["question"] == q, ["item", "value"]], min_share=min_share) for q in choice_ids
+    ]
     primary = per_question[0].set_index("item")
     flagged = pd.concat([frame.set_index("item")["needs_expert_review"] for frame in per_question], axis=1)
     review = flagged.fillna(False).astype(bool).any(axis=1)
@@ -183,12 +193,17 @@ def _aggregate_majority(run: _Run, rule: MajorityRule) -> None:
         summary.changed += summary.review_items_opened
 
 
-def _crowd_updates(campaign: Campaign, primary: pd.DataFrame, review: pd.Series, scenario_of: dict[Any, str],
-                   to_experts: bool) -> dict[str, dict[str, Any]]:
+def _crowd_updates(
+    campaign: Campaign, primary: pd.DataFrame, review: pd.Series, scenario_of: dict[Any, str], to_experts: bool
+) -> dict[str, dict[str, Any]]:
     updates: dict[str, dict[str, Any]] = {}
     disputed_items = review.to_dict()
-    columns = (primary.index.tolist(), primary["decision"].tolist(), primary["votes"].tolist(),
-               primary["top_share"].tolist())
+    columns = (
+        primary.index.tolist(),
+        primary["decision"].tolist(),
+        primary["votes"].tolist(),
+        primary["top_share"].tolist(),
+    )
     for item, decision, votes, top_share in zip(*columns, strict=True):
         disputed = bool(disputed_items.get(item, False))
         decision = decision if isinstance(decision, str) else None
@@ -197,8 +212,12 @@ def _crowd_updates(campaign: Campaign, primary: pd.DataFrame, review: pd.Series,
         else:
             status = VERDICT_STATUS.get(decision or "", "pending")
         updates[scenario_of[item]] = {
-            "status": status, "decided_by": f"crowd:{campaign.name}", "crowd_decision": decision,
-            "crowd_votes": int(votes), "crowd_agreement": round(float(top_share), 6), "disagreement": disputed,
+            "status": status,
+            "decided_by": f"crowd:{campaign.name}",
+            "crowd_decision": decision,
+            "crowd_votes": int(votes),
+            "crowd_agreement": round(float(top_share), 6),
+            "disagreement": disputed,
         }
     return updates
 
@@ -206,17 +225,24 @@ def _crowd_updates(campaign: Campaign, primary: pd.DataFrame, review: pd.Series,
 def _aggregate_criteria(run: _Run, rule: CriteriaRule) -> None:
     """Expert review: majority per criterion; the scenario's status follows ``expert_review_status``."""
     complete = run.complete
-    rows = [(item, reviewer, criterion, values[criterion])
-            for item, reviewer, values in zip(complete["item"], complete["annotator"], complete["values"], strict=True)
-            for criterion in rule.criteria if values.get(criterion) not in (None, "")]
+    rows = [
+        (item, reviewer, criterion, values[criterion])
+        for item, reviewer, values in zip(complete["item"], complete["annotator"], complete["values"], strict=True)
+        for criterion in rule.criteria
+        if values.get(criterion) not in (None, "")
+    ]
     if not rows or run.campaign.target_kind != "scenario":
         return
-    verdicts = expert_review_status(pd.DataFrame(rows, columns=["item", "reviewer", "criterion", "passed"]),
-                                    criteria=rule.criteria)
+    verdicts = expert_review_status(
+        pd.DataFrame(rows, columns=["item", "reviewer", "criterion", "passed"]), criteria=rule.criteria
+    )
     scenario_of = _scenario_of(complete)
     updates = {
-        scenario_of[row["item"]]: {"status": row["status"], "decided_by": f"expert:{run.campaign.name}",
-                                   "expert_verdicts": {criterion: row[criterion] for criterion in rule.criteria}}
+        scenario_of[row["item"]]: {
+            "status": row["status"],
+            "decided_by": f"expert:{run.campaign.name}",
+            "expert_verdicts": {criterion: row[criterion] for criterion in rule.criteria},
+        }
         for row in verdicts.to_dict("records")
     }
     run.summary.changed = _write_statuses(run.session, updates)
@@ -232,13 +258,20 @@ def _differs(old: float | None, new: float | None) -> bool:
 def _aggregate_median(run: _Run, rule: MedianRule) -> None:
     """Adjudication: the experts' median rubric score is J_human; J_final = α·5S + (1−α)·J_human on the score."""
     session, complete, summary = run.session, run.complete, run.summary
-    rubric = pd.DataFrame({"item": complete["response_id"], "expert": complete["annotator"],
-                           "score": [values.get(rule.score) for values in complete["values"]]}).dropna()
+    rubric = pd.DataFrame(
+        {
+            "item": complete["response_id"],
+            "expert": complete["annotator"],
+            "score": [values.get(rule.score) for values in complete["values"]],
+        }
+    ).dropna()
     if rule.yields == "J_human" and not rubric.empty:
         rubric["item"] = rubric["item"].astype(int)
         ids = sorted(set(rubric["item"]))
-        rows = {row.response_id: row for row in
-                session.execute(select(ScoreRow).where(ScoreRow.response_id.in_(ids))).scalars()}
+        rows = {
+            row.response_id: row
+            for row in session.execute(select(ScoreRow).where(ScoreRow.response_id.in_(ids))).scalars()
+        }
         result = adjudicate(rubric, {rid: rows[rid].S if rid in rows else None for rid in ids})
         for item, j_human, j_final in zip(result["item"], result["J_human"], result["J_final"], strict=True):
             row = rows.get(int(item))
@@ -253,8 +286,11 @@ def _aggregate_median(run: _Run, rule: MedianRule) -> None:
 
 def pending_adjudication(session: Session) -> int:
     """Responses flagged for human adjudication that no expert panel has scored yet (J_human missing)."""
-    query = (select(func.count(ResponseRow.id)).join(ScoreRow, ScoreRow.response_id == ResponseRow.id)
-             .where(ResponseRow.needs_adjudication.is_(True), ScoreRow.J_human.is_(None)))
+    query = (
+        select(func.count(ResponseRow.id))
+        .join(ScoreRow, ScoreRow.response_id == ResponseRow.id)
+        .where(ResponseRow.needs_adjudication.is_(True), ScoreRow.J_human.is_(None))
+    )
     return int(session.execute(query).scalar_one())
 
 
@@ -286,29 +322,45 @@ def _aggregate_pairwise(run: _Run, rule: PairwiseRule) -> None:
     if complete.empty:
         return
     ids = set(complete["response_id"]) | set(complete["response_b_id"])
-    names = {rid: f"{model}/{variant}" for rid, model, variant in session.execute(
-        select(ResponseRow.id, ResponseRow.model, ResponseRow.variant).where(ResponseRow.id.in_(sorted(ids))))}
+    names = {
+        rid: f"{model}/{variant}"
+        for rid, model, variant in session.execute(
+            select(ResponseRow.id, ResponseRow.model, ResponseRow.variant).where(ResponseRow.id.in_(sorted(ids)))
+        )
+    }
     votes = []
     for row in _values_frame(complete, [rule.choice]).to_dict("records"):
         first, second = int(row["response_id"]), int(row["response_b_id"])
-        shown_a, shown_b = (second, first) if pair_is_swapped(campaign.pair_seed, row["user_id"], row["item"]) \
-            else (first, second)
+        shown_a, shown_b = (
+            (second, first) if pair_is_swapped(campaign.pair_seed, row["user_id"], row["item"]) else (first, second)
+        )
         choice = "A" if row[rule.choice] == shown_a else "B" if row[rule.choice] == shown_b else "tie"
-        votes.append({"item": row["item"], "annotator": row["annotator"], "choice": choice,
-                      "system_a": names[shown_a], "system_b": names[shown_b]})
+        votes.append(
+            {
+                "item": row["item"],
+                "annotator": row["annotator"],
+                "choice": choice,
+                "system_a": names[shown_a],
+                "system_b": names[shown_b],
+            }
+        )
     run.summary.table = pairwise_majority(pd.DataFrame(votes)).to_dict("records")
 
 
 #: Each aggregation rule's handler. Crowd vote and expert review count an item complete at the campaign's quota;
 #: the others at the schema's ``min_people_per_item``.
 _HANDLERS: dict[type, Callable[[_Run, Any], None]] = {
-    MajorityRule: _aggregate_majority, CriteriaRule: _aggregate_criteria, MedianRule: _aggregate_median,
-    MeanRule: _aggregate_mean, PairwiseRule: _aggregate_pairwise,
+    MajorityRule: _aggregate_majority,
+    CriteriaRule: _aggregate_criteria,
+    MedianRule: _aggregate_median,
+    MeanRule: _aggregate_mean,
+    PairwiseRule: _aggregate_pairwise,
 }
 
 
-def _run_rule(session: Session, campaign: Campaign, schema: WorkflowSchema,
-              answers: pd.DataFrame | None) -> AggregationSummary:
+def _run_rule(
+    session: Session, campaign: Campaign, schema: WorkflowSchema, answers: pd.DataFrame | None
+) -> AggregationSummary:
     """Aggregate ``campaign``'s complete items by its schema's rule and return the filled-in summary."""
     rule = schema.aggregation
     answers = campaign_answers(session, campaign) if answers is None else answers
@@ -319,8 +371,9 @@ def _run_rule(session: Session, campaign: Campaign, schema: WorkflowSchema,
     return summary
 
 
-def aggregate_campaign(session: Session, *, campaign: str, user: UserPublic | None = None,
-                       answers: pd.DataFrame | None = None) -> AggregationSummary:
+def aggregate_campaign(
+    session: Session, *, campaign: str, user: UserPublic | None = None, answers: pd.DataFrame | None = None
+) -> AggregationSummary:
     """Aggregate one campaign by its schema snapshot's rule and write the outcome (see the module docstring).
 
     ``user`` None is the trusted command line; otherwise a curator or admin (``PermissionDenied`` else).
@@ -332,16 +385,23 @@ def aggregate_campaign(session: Session, *, campaign: str, user: UserPublic | No
     found = get_campaign(session, campaign)
     summary = _run_rule(session, found, campaign_schema(found), answers)
     if summary.changed:
-        session.add(AuditLog(actor=user.username if user else "aggregate", action="campaign.aggregate",
-                             entity="campaign", entity_id=found.name,
-                             detail={"changed": summary.changed, "statuses": summary.statuses}))
+        session.add(
+            AuditLog(
+                actor=user.username if user else "aggregate",
+                action="campaign.aggregate",
+                entity="campaign",
+                entity_id=found.name,
+                detail={"changed": summary.changed, "statuses": summary.statuses},
+            )
+        )
         session.flush()
     logger.info("aggregated %s: %d answers, %d changed", found.name, summary.answers, summary.changed)
     return summary
 
 
-def aggregate_all(session: Session, *, user: UserPublic | None = None,
-                  answers: Mapping[str, pd.DataFrame] | None = None) -> list[AggregationSummary]:
+def aggregate_all(
+    session: Session, *, user: UserPublic | None = None, answers: Mapping[str, pd.DataFrame] | None = None
+) -> list[AggregationSummary]:
     """Aggregate every campaign, oldest first (review campaigns opened on the way are aggregated too).
 
     ``answers``: campaign name → its answers as :func:`answers_to_aggregate` read them; others are read here.
@@ -357,12 +417,12 @@ def aggregate_all(session: Session, *, user: UserPublic | None = None,
             return summaries
         for campaign_id, name in todo:
             done.add(campaign_id)
-            summaries.append(aggregate_campaign(session, campaign=name, user=user,
-                                                answers=(answers or {}).get(name)))
+            summaries.append(aggregate_campaign(session, campaign=name, user=user, answers=(answers or {}).get(name)))
 
 
-def answers_to_aggregate(session: Session, *, campaign: str | None = None,
-                         user: UserPublic | None = None) -> dict[str, pd.DataFrame]:
+def answers_to_aggregate(
+    session: Session, *, campaign: str | None = None, user: UserPublic | None = None
+) -> dict[str, pd.DataFrame]:
     """The answers of ``campaign`` (every campaign when None) by campaign name, read for a later write session.
 
     Checks the caller like :func:`aggregate_campaign`; ``NotFound`` for an unknown campaign.
@@ -373,8 +433,9 @@ def answers_to_aggregate(session: Session, *, campaign: str | None = None,
     return {name: campaign_answers(session, get_campaign(session, name)) for name in names}
 
 
-def aggregate(engine: Engine, *, campaign: str | None = None,
-              user: UserPublic | None = None) -> list[AggregationSummary]:
+def aggregate(
+    engine: Engine, *, campaign: str | None = None, user: UserPublic | None = None
+) -> list[AggregationSummary]:
     """Aggregate ``campaign`` (every campaign when None): answers read first, then one write transaction.
 
     The same outcome as :func:`aggregate_campaign` / :func:`aggregate_all` in one write session, with the write lock

@@ -113,13 +113,22 @@ def _store(session: Session, lease_id: str, now: datetime, **answer: Any) -> Ans
     try:
         return insert_answer(session, **answer)
     except IntegrityError:
-        raise Conflict("submission_id: a concurrent request stored an answer under this submission_id; "
-                       "send it again to see it") from None
+        raise Conflict(
+            "submission_id: a concurrent request stored an answer under this submission_id; send it again to see it"
+        ) from None
 
 
 def _checked_request(
-    session: Session, *, campaign: str, user: UserPublic, item_id: int, lease_id: str, submission_id: str,
-    answers: Any, seconds_spent: float | None, max_seconds_spent: float,
+    session: Session,
+    *,
+    campaign: str,
+    user: UserPublic,
+    item_id: int,
+    lease_id: str,
+    submission_id: str,
+    answers: Any,
+    seconds_spent: float | None,
+    max_seconds_spent: float,
 ) -> tuple[CampaignState, Any, dict[str, Any]]:
     """Every check of a submit that only reads: text, seconds, campaign, role, item and the answer values."""
     _check_request_text(submission_id, lease_id, answers)
@@ -153,8 +162,16 @@ def submit_answer(
     """
     clock = now
     found, item, values = _checked_request(
-        session, campaign=campaign, user=user, item_id=item_id, lease_id=lease_id, submission_id=submission_id,
-        answers=answers, seconds_spent=seconds_spent, max_seconds_spent=max_seconds_spent)
+        session,
+        campaign=campaign,
+        user=user,
+        item_id=item_id,
+        lease_id=lease_id,
+        submission_id=submission_id,
+        answers=answers,
+        seconds_spent=seconds_spent,
+        max_seconds_spent=max_seconds_spent,
+    )
     # Everything above only reads. The item's lock (PostgreSQL; SQLite's write lock covers it all) serialises submits
     # of this item; filling the slot a live lease holds changes no other person's decision, and the lease is closed
     # only if still open (_store), so a concurrent skip cannot make one slot count twice.
@@ -173,9 +190,18 @@ def submit_answer(
     _check_slot(session, found, item, lease, now)
     server_seconds = max(0.0, (now - lease.issued_at).total_seconds())
     answer = _store(
-        session, lease.id, now, item_id=item_id, campaign_id=found.id, user_id=user.id, values=values,
-        submission_id=submission_id, seconds_spent=_client_seconds(seconds_spent, server_seconds, max_seconds_spent),
-        server_seconds=min(server_seconds, max_seconds_spent), created_at=now, updated_at=now,
+        session,
+        lease.id,
+        now,
+        item_id=item_id,
+        campaign_id=found.id,
+        user_id=user.id,
+        values=values,
+        submission_id=submission_id,
+        seconds_spent=_client_seconds(seconds_spent, server_seconds, max_seconds_spent),
+        server_seconds=min(server_seconds, max_seconds_spent),
+        created_at=now,
+        updated_at=now,
     )
     return SubmitResult(created=True, answer=answer)
 
@@ -205,9 +231,17 @@ def stored_submission(
     stored = answer_by_submission(session, submission_id)
     if stored is None:
         return None
-    _checked_request(session, campaign=campaign, user=user, item_id=item_id, lease_id=lease_id,
-                     submission_id=submission_id, answers=answers, seconds_spent=seconds_spent,
-                     max_seconds_spent=max_seconds_spent)
+    _checked_request(
+        session,
+        campaign=campaign,
+        user=user,
+        item_id=item_id,
+        lease_id=lease_id,
+        submission_id=submission_id,
+        answers=answers,
+        seconds_spent=seconds_spent,
+        max_seconds_spent=max_seconds_spent,
+    )
     return _own_submission(stored, user, item_id)
 
 
@@ -230,14 +264,21 @@ def revise_answer(
     if not schema.allow_revision:
         raise PermissionDenied(f"campaign: {found.name!r} does not allow revising answers")
     item = campaign_item(session, found, item_id)
-    answer = session.execute(
-        select(Answer).where(Answer.item_id == item_id, Answer.user_id == user.id)
-    ).scalars().first()
+    answer = (
+        session.execute(select(Answer).where(Answer.item_id == item_id, Answer.user_id == user.id)).scalars().first()
+    )
     if answer is None:
         raise NotFound(f"item_id: you have no answer to item {item_id} to revise")
     values = _clean_values(schema, found, user, item, answers)
-    session.add(AnswerRevision(answer_id=answer.id, revision=answer.revision, values=answer.values,
-                               seconds_spent=answer.seconds_spent, replaced_at=now))
+    session.add(
+        AnswerRevision(
+            answer_id=answer.id,
+            revision=answer.revision,
+            values=answer.values,
+            seconds_spent=answer.seconds_spent,
+            replaced_at=now,
+        )
+    )
     answer.values = values
     answer.revision += 1
     answer.updated_at = now
@@ -251,9 +292,13 @@ def revise_answer(
 def my_answer(session: Session, *, campaign: str, user: UserPublic, item_id: int) -> AnswerPublic:
     """The caller's own answer to an item (for editing); ``NotFound`` when there is none."""
     found = campaign_state(session, campaign)
-    answer = session.execute(
-        select(Answer).where(Answer.campaign_id == found.id, Answer.item_id == item_id, Answer.user_id == user.id)
-    ).scalars().first()
+    answer = (
+        session.execute(
+            select(Answer).where(Answer.campaign_id == found.id, Answer.item_id == item_id, Answer.user_id == user.id)
+        )
+        .scalars()
+        .first()
+    )
     if answer is None:
         raise NotFound(f"item_id: you have no answer to item {item_id}")
     return AnswerPublic.model_validate(answer)

@@ -74,8 +74,15 @@ def set_role(session: Session, *, username: str, role: str, actor: str = "system
     if user is None:
         raise NotFound(f"username: no user {username!r}")
     old_role, user.role = user.role, role
-    session.add(AuditLog(actor=actor, action="user.set_role", entity="user", entity_id=username,
-                         detail={"from": old_role, "to": role}))
+    session.add(
+        AuditLog(
+            actor=actor,
+            action="user.set_role",
+            entity="user",
+            entity_id=username,
+            detail={"from": old_role, "to": role},
+        )
+    )
     session.flush()
     return UserPublic.model_validate(user)
 
@@ -97,8 +104,9 @@ def login(session: Session, *, username: str, password: str, ttl_seconds: int = 
     if not verify_password(password, user.password_hash) or not user.is_active:
         raise NotAuthenticated("username or password is wrong")
     token = secrets.token_urlsafe(32)
-    session.add(AuthToken(user_id=user.id, token_hash=hash_token(token),
-                          expires_at=utc_now() + timedelta(seconds=ttl_seconds)))
+    session.add(
+        AuthToken(user_id=user.id, token_hash=hash_token(token), expires_at=utc_now() + timedelta(seconds=ttl_seconds))
+    )
     session.flush()
     return token
 
@@ -134,8 +142,11 @@ def user_for_token(session: Session, *, token: str) -> UserPublic | None:
     if not is_unicode(token):
         return None
     # Plain columns on the session's connection, not an ORM entity: this runs on every request.
-    row = core_connection(session).execute(_token_owner_query(),
-                                           {"token_hash": hash_token(token), "now": utc_now()}).first()
+    row = (
+        core_connection(session)
+        .execute(_token_owner_query(), {"token_hash": hash_token(token), "now": utc_now()})
+        .first()
+    )
     return None if row is None else UserPublic(**row._asdict())
 
 

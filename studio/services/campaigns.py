@@ -76,8 +76,11 @@ def _pairs(rows: list[Any]) -> list[tuple[str, int, int]]:
     for row in rows:
         by_model[(row.scenario_id, row.model)][row.variant] = row.id
         by_variant[(row.scenario_id, row.variant)].append(row.id)
-    pairs = [(scenario_id, variants["with_sap"], variants["without_sap"])
-             for (scenario_id, _model), variants in by_model.items() if {"with_sap", "without_sap"} <= set(variants)]
+    pairs = [
+        (scenario_id, variants["with_sap"], variants["without_sap"])
+        for (scenario_id, _model), variants in by_model.items()
+        if {"with_sap", "without_sap"} <= set(variants)
+    ]
     for (scenario_id, _variant), ids in by_variant.items():
         pairs.extend((scenario_id, first, second) for first, second in combinations(ids, 2))
     return sorted(pairs)
@@ -87,8 +90,9 @@ def select_targets(session: Session, schema: WorkflowSchema, selection: TargetSe
     """The campaign's targets as item rows (scenario_id, response_id, response_b_id), in a stable order."""
     if schema.target == "scenario":
         query = _scenario_filters(select(ScenarioRow.id), schema, selection).order_by(ScenarioRow.id)
-        return [{"scenario_id": sid, "response_id": None, "response_b_id": None}
-                for sid in session.execute(query).scalars()]
+        return [
+            {"scenario_id": sid, "response_id": None, "response_b_id": None} for sid in session.execute(query).scalars()
+        ]
     rows = session.execute(_response_query(schema, selection)).all()
     if schema.target == "response":
         return [{"scenario_id": row.scenario_id, "response_id": row.id, "response_b_id": None} for row in rows]
@@ -107,12 +111,18 @@ def _gold_rows(session: Session, schema: WorkflowSchema, gold: list[dict[str, An
             raise InvalidInput(f"gold[{number}].answers.{error.question_id}: {error.problem}") from None
         response_id = None
         if schema.target == "response":
-            response_id = session.execute(select(ResponseRow.id).where(
-                ResponseRow.scenario_id == entry.get("scenario_id"), ResponseRow.model == entry.get("model"),
-                ResponseRow.variant == entry.get("variant"))).scalar()
+            response_id = session.execute(
+                select(ResponseRow.id).where(
+                    ResponseRow.scenario_id == entry.get("scenario_id"),
+                    ResponseRow.model == entry.get("model"),
+                    ResponseRow.variant == entry.get("variant"),
+                )
+            ).scalar()
             if response_id is None:
-                raise InvalidInput(f"gold[{number}]: no response for {entry.get('scenario_id')!r} "
-                                   f"{entry.get('model')!r} {entry.get('variant')!r}")
+                raise InvalidInput(
+                    f"gold[{number}]: no response for {entry.get('scenario_id')!r} "
+                    f"{entry.get('model')!r} {entry.get('variant')!r}"
+                )
         elif session.get(ScenarioRow, entry.get("scenario_id")) is None:
             raise InvalidInput(f"gold[{number}].scenario_id: no scenario {entry.get('scenario_id')!r}")
         keyed[(entry.get("scenario_id"), response_id, None)] = answers
@@ -123,8 +133,16 @@ def _item_rows(campaign_id: int, targets: list[dict[str, Any]], gold: dict[tuple
     rows = []
     for position, target in enumerate(targets):
         answers = gold.get((target["scenario_id"], target["response_id"], target["response_b_id"]))
-        rows.append({**target, "campaign_id": campaign_id, "position": position, "answer_count": 0,
-                     "is_gold": answers is not None, "gold_answers": answers})
+        rows.append(
+            {
+                **target,
+                "campaign_id": campaign_id,
+                "position": position,
+                "answer_count": 0,
+                "is_gold": answers is not None,
+                "gold_answers": answers,
+            }
+        )
     return rows
 
 
@@ -151,22 +169,38 @@ def create_campaign(
     targets = select_targets(session, schema, selection)
     gold_answers = _gold_rows(session, schema, gold or [])
     known = {(row["scenario_id"], row["response_id"], row["response_b_id"]) for row in targets}
-    targets += [{"scenario_id": key[0], "response_id": key[1], "response_b_id": None}
-                for key in gold_answers if key not in known]
+    targets += [
+        {"scenario_id": key[0], "response_id": key[1], "response_b_id": None}
+        for key in gold_answers
+        if key not in known
+    ]
     if not targets:
         raise InvalidInput(f"schema: no {schema.target} in the store matches this campaign's filters")
     campaign = Campaign(
-        name=name, schema_name=schema.name, workflow_type=schema.type, target_kind=schema.target,
-        people_per_item=quota, eligible_roles=list(schema.eligible_roles), created_by=actor,
-        filters=selection.model_dump(), schema_snapshot=schema.model_dump(mode="json"),
+        name=name,
+        schema_name=schema.name,
+        workflow_type=schema.type,
+        target_kind=schema.target,
+        people_per_item=quota,
+        eligible_roles=list(schema.eligible_roles),
+        created_by=actor,
+        filters=selection.model_dump(),
+        schema_snapshot=schema.model_dump(mode="json"),
         pair_seed=secrets.token_hex(32),
     )
     session.add(campaign)
     session.flush()
     rows = _item_rows(campaign.id, targets, gold_answers)
     session.execute(insert(Item), rows)
-    session.add(AuditLog(actor=actor or "system", action="campaign.create", entity="campaign", entity_id=name,
-                         detail={"schema": schema.name, "items": len(rows), "gold": len(gold_answers)}))
+    session.add(
+        AuditLog(
+            actor=actor or "system",
+            action="campaign.create",
+            entity="campaign",
+            entity_id=name,
+            detail={"schema": schema.name, "items": len(rows), "gold": len(gold_answers)},
+        )
+    )
     session.flush()
     return CampaignPublic.model_validate(campaign)
 
@@ -177,8 +211,15 @@ def set_campaign_status(session: Session, *, name: str, status: str, actor: str 
         raise InvalidInput(f"status: {status!r} is not open or closed")
     campaign = get_campaign(session, name)
     previous, campaign.status = campaign.status, status
-    session.add(AuditLog(actor=actor or "system", action=f"campaign.{status}", entity="campaign", entity_id=name,
-                         detail={"from": previous}))
+    session.add(
+        AuditLog(
+            actor=actor or "system",
+            action=f"campaign.{status}",
+            entity="campaign",
+            entity_id=name,
+            detail={"from": previous},
+        )
+    )
     session.flush()
     return CampaignPublic.model_validate(campaign)
 
@@ -205,9 +246,14 @@ def campaign_summaries(
         campaign = session.get(Campaign, public.id)
         if campaign is None:
             raise NotFound(f"campaign: {public.name!r} vanished")
-        summaries.append(CampaignSummary(
-            name=campaign.name, schema_name=campaign.schema_name, title=str(campaign.schema_snapshot.get("title", "")),
-            status=campaign.status, people_per_item=campaign.people_per_item,
-            progress=campaign_progress(session, campaign),
-        ))
+        summaries.append(
+            CampaignSummary(
+                name=campaign.name,
+                schema_name=campaign.schema_name,
+                title=str(campaign.schema_snapshot.get("title", "")),
+                status=campaign.status,
+                people_per_item=campaign.people_per_item,
+                progress=campaign_progress(session, campaign),
+            )
+        )
     return summaries

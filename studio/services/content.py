@@ -34,8 +34,9 @@ def _scores(score: ScoreRow | None, reveal: set[str]) -> dict[str, Any]:
     if score is None:
         return shown
     if "auto_scores" in reveal:
-        shown["auto_scores"] = {name: getattr(score, name) for name in
-                                ("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")}
+        shown["auto_scores"] = {
+            name: getattr(score, name) for name in ("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")
+        }
     if "judge_score" in reveal:
         shown["judge_score"] = {"J_judge": score.J_judge, "J": score.J}
     return shown

@@ -52,8 +52,17 @@ READ_ROLES: tuple[str, ...] = ("curator", "researcher", "admin")
 ACTIONS: tuple[str, ...] = ("accept", "edit", "reject")
 MAX_PAGE_SIZE = 500
 MAX_AUDIT_ENTRIES = 1000
-SCENARIO_FIELDS: tuple[str, ...] = ("id", "subtask", "persona", "history", "user_input", "reference", "tags",
-                                    "context", "source")
+SCENARIO_FIELDS: tuple[str, ...] = (
+    "id",
+    "subtask",
+    "persona",
+    "history",
+    "user_input",
+    "reference",
+    "tags",
+    "context",
+    "source",
+)
 
 
 class Page(BaseModel):
@@ -110,12 +119,20 @@ def browse_scenarios(
         raise InvalidInput(f"status: {status!r} is not one of {', '.join(STATUSES)}")
     state = func.coalesce(ScenarioStatus.status, "pending")
     query = select(
-        ScenarioRow.id, ScenarioRow.subtask, ScenarioRow.user_input, ScenarioRow.reference, state.label("status"),
-        ScenarioStatus.decided_by, ScenarioStatus.crowd_decision, ScenarioStatus.crowd_votes,
-        ScenarioStatus.crowd_agreement, func.coalesce(ScenarioStatus.disagreement, False).label("disagreement"),
+        ScenarioRow.id,
+        ScenarioRow.subtask,
+        ScenarioRow.user_input,
+        ScenarioRow.reference,
+        state.label("status"),
+        ScenarioStatus.decided_by,
+        ScenarioStatus.crowd_decision,
+        ScenarioStatus.crowd_votes,
+        ScenarioStatus.crowd_agreement,
+        func.coalesce(ScenarioStatus.disagreement, False).label("disagreement"),
         (ScenarioStatus.edited_from_hash.is_not(None)).label("edited"),
-        (ScenarioStatus.edited_from_hash.is_not(None) & (ScenarioStatus.edited_from_hash != ScenarioRow.content_hash))
-        .label("base_changed"),
+        (
+            ScenarioStatus.edited_from_hash.is_not(None) & (ScenarioStatus.edited_from_hash != ScenarioRow.content_hash)
+        ).label("base_changed"),
     ).outerjoin(ScenarioStatus, ScenarioStatus.scenario_id == ScenarioRow.id)
     if subtask is not None:
         query = query.where(ScenarioRow.subtask == subtask)
@@ -147,22 +164,33 @@ def browse_responses(
     J, J_human, J_final.
     """
     _check(user, READ_ROLES)
-    query = select(
-        ResponseRow.id.label("response_id"), ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant,
-        ScenarioRow.subtask, ResponseRow.needs_adjudication, ScoreRow.S, ScoreRow.J_judge, ScoreRow.J,
-        ScoreRow.J_human, ScoreRow.J_final,
-    ).join(ScenarioRow, ScenarioRow.id == ResponseRow.scenario_id).outerjoin(
-        ScoreRow, ScoreRow.response_id == ResponseRow.id)
-    for column, wanted in ((ScenarioRow.subtask, subtask), (ResponseRow.model, model),
-                           (ResponseRow.variant, variant)):
+    query = (
+        select(
+            ResponseRow.id.label("response_id"),
+            ResponseRow.scenario_id,
+            ResponseRow.model,
+            ResponseRow.variant,
+            ScenarioRow.subtask,
+            ResponseRow.needs_adjudication,
+            ScoreRow.S,
+            ScoreRow.J_judge,
+            ScoreRow.J,
+            ScoreRow.J_human,
+            ScoreRow.J_final,
+        )
+        .join(ScenarioRow, ScenarioRow.id == ResponseRow.scenario_id)
+        .outerjoin(ScoreRow, ScoreRow.response_id == ResponseRow.id)
+    )
+    for column, wanted in ((ScenarioRow.subtask, subtask), (ResponseRow.model, model), (ResponseRow.variant, variant)):
         if wanted is not None:
             query = query.where(column == wanted)
     if flagged is not None:
         query = query.where(ResponseRow.needs_adjudication.is_(flagged))
     if adjudicated is not None:
         query = query.where(ScoreRow.J_human.is_not(None) if adjudicated else ScoreRow.J_human.is_(None))
-    return _page(session, query.order_by(ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant),
-                 page, page_size)
+    return _page(
+        session, query.order_by(ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant), page, page_size
+    )
 
 
 def scenario_record(row: ScenarioRow, status: ScenarioStatus | None = None) -> dict[str, Any]:
@@ -200,27 +228,46 @@ def scenario_detail(session: Session, *, user: UserPublic | None, scenario_id: s
     if row is None:
         raise NotFound(f"scenario_id: no scenario {scenario_id!r}")
     status = session.get(ScenarioStatus, scenario_id)
-    answers = pd.DataFrame(session.execute(
-        select(Campaign.name, Campaign.schema_snapshot, User.username, Answer.values)
-        .join(Item, Item.id == Answer.item_id).join(Campaign, Campaign.id == Item.campaign_id)
-        .join(User, User.id == Answer.user_id)
-        .where(Item.scenario_id == scenario_id, Item.response_id.is_(None)).order_by(Campaign.name, User.username)
-    ).all(), columns=["campaign", "schema", "annotator", "values"])
+    answers = pd.DataFrame(
+        session.execute(
+            select(Campaign.name, Campaign.schema_snapshot, User.username, Answer.values)
+            .join(Item, Item.id == Answer.item_id)
+            .join(Campaign, Campaign.id == Item.campaign_id)
+            .join(User, User.id == Answer.user_id)
+            .where(Item.scenario_id == scenario_id, Item.response_id.is_(None))
+            .order_by(Campaign.name, User.username)
+        ).all(),
+        columns=["campaign", "schema", "annotator", "values"],
+    )
     campaigns = []
     for name, group in answers.groupby("campaign", sort=True):
         tallies, comments = _tallies(group, WorkflowSchema.model_validate(group["schema"].iloc[0]))
         campaigns.append({"campaign": name, "answers": len(group), "questions": tallies, "comments": comments})
     scores = session.execute(
-        select(ResponseRow.id, ResponseRow.model, ResponseRow.variant, ScoreRow.bleu4, ScoreRow.rougeL, ScoreRow.ss,
-               ScoreRow.S, ScoreRow.J_judge, ScoreRow.J, ScoreRow.J_human, ScoreRow.J_final)
+        select(
+            ResponseRow.id,
+            ResponseRow.model,
+            ResponseRow.variant,
+            ScoreRow.bleu4,
+            ScoreRow.rougeL,
+            ScoreRow.ss,
+            ScoreRow.S,
+            ScoreRow.J_judge,
+            ScoreRow.J,
+            ScoreRow.J_human,
+            ScoreRow.J_final,
+        )
         .outerjoin(ScoreRow, ScoreRow.response_id == ResponseRow.id)
-        .where(ResponseRow.scenario_id == scenario_id).order_by(ResponseRow.model, ResponseRow.variant)
+        .where(ResponseRow.scenario_id == scenario_id)
+        .order_by(ResponseRow.model, ResponseRow.variant)
     )
     return {
-        "scenario": scenario_record(row, status), "ingested": scenario_record(row),
+        "scenario": scenario_record(row, status),
+        "ingested": scenario_record(row),
         "status": ScenarioStatusPublic.model_validate(status).model_dump(mode="json") if status else None,
         "base_changed": bool(status and status.edited_from_hash and status.edited_from_hash != row.content_hash),
-        "campaigns": campaigns, "responses": [dict(score._mapping) for score in scores],
+        "campaigns": campaigns,
+        "responses": [dict(score._mapping) for score in scores],
     }
 
 
@@ -282,8 +329,15 @@ def decide_scenario(
     status.reason = reason.strip()
     status.updated_at = utc_now()
     after = {"status": status.status, "decided_by": status.decided_by, "edits": dict(status.edits)}
-    session.add(AuditLog(actor=actor, action=f"scenario.{action}", entity="scenario", entity_id=scenario_id,
-                         detail={"before": before, "after": after, "reason": reason.strip()}))
+    session.add(
+        AuditLog(
+            actor=actor,
+            action=f"scenario.{action}",
+            entity="scenario",
+            entity_id=scenario_id,
+            detail={"before": before, "after": after, "reason": reason.strip()},
+        )
+    )
     session.flush()
     return ScenarioStatusPublic.model_validate(status)
 
@@ -297,11 +351,15 @@ def content_hash(records: list[dict[str, Any]]) -> str:
 def accepted_records(session: Session, *, include_edits: bool = True) -> list[dict[str, Any]]:
     """Every accepted scenario as a validated Scenario dict (edits applied unless ``include_edits`` is False)."""
     rows = session.execute(
-        select(ScenarioRow, ScenarioStatus).join(ScenarioStatus, ScenarioStatus.scenario_id == ScenarioRow.id)
-        .where(ScenarioStatus.status == "accepted").order_by(ScenarioRow.id)
+        select(ScenarioRow, ScenarioStatus)
+        .join(ScenarioStatus, ScenarioStatus.scenario_id == ScenarioRow.id)
+        .where(ScenarioStatus.status == "accepted")
+        .order_by(ScenarioRow.id)
     ).all()
-    return [Scenario.model_validate(scenario_record(row, status if include_edits else None)).model_dump(mode="json")
-            for row, status in rows]
+    return [
+        Scenario.model_validate(scenario_record(row, status if include_edits else None)).model_dump(mode="json")
+        for row, status in rows
+    ]
 
 
 def publish_dataset(
@@ -325,15 +383,23 @@ def publish_dataset(
         return DatasetVersionPublic.model_validate(same), False
     if session.execute(select(DatasetVersion.id).where(DatasetVersion.name == name)).first() is not None:
         raise Conflict(f"name: dataset version {name!r} already exists with other content")
-    version = DatasetVersion(name=name, content_hash=digest, n_scenarios=len(records), created_by=actor, note=note,
-                             records=records)
+    version = DatasetVersion(
+        name=name, content_hash=digest, n_scenarios=len(records), created_by=actor, note=note, records=records
+    )
     session.add(version)
     try:
         session.flush()
     except IntegrityError:
         raise Conflict(f"name: dataset version {name!r} was published concurrently") from None
-    session.add(AuditLog(actor=actor, action="dataset.publish", entity="dataset_version", entity_id=name,
-                         detail={"content_hash": digest, "scenarios": len(records)}))
+    session.add(
+        AuditLog(
+            actor=actor,
+            action="dataset.publish",
+            entity="dataset_version",
+            entity_id=name,
+            detail={"content_hash": digest, "scenarios": len(records)},
+        )
+    )
     session.flush()
     return DatasetVersionPublic.model_validate(version), True
 
@@ -352,7 +418,6 @@ def dataset_version_records(session: Session, *, user: UserPublic | None, versio
     if found is None:
         raise NotFound(f"version: no dataset version {version!r}")
     return list(found.records)
-
 
 
 def list_audit_entries(

@@ -74,6 +74,7 @@ def get_campaign(session: Session, name: str) -> Campaign:
     answer as shown), and a second SELECT would hand back the very same identity-mapped object
     anyway. Campaigns are never renamed or deleted, so the name keeps pointing at that row.
     """
+
     def load(known: str) -> Campaign | None:
         return session.execute(_campaign_by_name_query(), {"name": known}).scalars().first()
 
@@ -93,8 +94,13 @@ def campaign_state(session: Session, name: str) -> CampaignState:
     return _once_per_session(session, _CAMPAIGN_STATES, name, lambda known: campaign_row(session, known))
 
 
-def _once_per_session(session: Session, slot: str, name: str, load: Callable[[str], Found | None],
-                      still_valid: Callable[[Found], bool] = lambda _found: True) -> Found:
+def _once_per_session(
+    session: Session,
+    slot: str,
+    name: str,
+    load: Callable[[str], Found | None],
+    still_valid: Callable[[Found], bool] = lambda _found: True,
+) -> Found:
     """``load(name)`` the first time this session asks for ``name`` in ``slot``, the same object after that."""
     if not is_unicode(name):
         raise NotFound(f"campaign: no campaign {safe_text(name)!r}")
@@ -197,8 +203,17 @@ def take_lease(
     if item is None:
         return None
     lease_id, expires_at = secrets.token_urlsafe(16), now + timedelta(seconds=lease_seconds)
-    insert_lease(session, id=lease_id, campaign_id=found.id, item_id=item.id, user_id=user.id, issued_at=now,
-                 expires_at=expires_at, released_at=None, outcome=None)
+    insert_lease(
+        session,
+        id=lease_id,
+        campaign_id=found.id,
+        item_id=item.id,
+        user_id=user.id,
+        issued_at=now,
+        expires_at=expires_at,
+        released_at=None,
+        outcome=None,
+    )
     return Handout(lease_id=lease_id, user_id=user.id, expires_at=expires_at, campaign=found, item=item)
 
 

@@ -50,9 +50,15 @@ def _live_lease(now: Any) -> tuple[Any, Any]:
 @lru_cache(maxsize=1)
 def _campaign_query() -> Select:
     # The snapshot as text: it keys the parsed-schema cache, so a request never decodes or re-validates it.
-    return select(Campaign.id, Campaign.name, Campaign.status, Campaign.eligible_roles, Campaign.people_per_item,
-                  Campaign.pair_seed, cast(Campaign.schema_snapshot, Text).label("snapshot")
-                  ).where(Campaign.name == bindparam("name"))
+    return select(
+        Campaign.id,
+        Campaign.name,
+        Campaign.status,
+        Campaign.eligible_roles,
+        Campaign.people_per_item,
+        Campaign.pair_seed,
+        cast(Campaign.schema_snapshot, Text).label("snapshot"),
+    ).where(Campaign.name == bindparam("name"))
 
 
 @lru_cache(maxsize=64)
@@ -66,18 +72,49 @@ def campaign_row(session: Session, name: str) -> CampaignState | None:
     row = core_connection(session).execute(_campaign_query(), {"name": name}).first()
     if row is None:
         return None
-    return CampaignState(id=row.id, name=row.name, status=row.status, eligible_roles=tuple(row.eligible_roles),
-                         people_per_item=row.people_per_item, pair_seed=row.pair_seed,
-                         schema=parsed_schema(row.snapshot))
+    return CampaignState(
+        id=row.id,
+        name=row.name,
+        status=row.status,
+        eligible_roles=tuple(row.eligible_roles),
+        people_per_item=row.people_per_item,
+        pair_seed=row.pair_seed,
+        schema=parsed_schema(row.snapshot),
+    )
 
 
-_ITEM_COLUMNS = (Item.id, Item.campaign_id, Item.position, Item.answer_count, Item.scenario_id, Item.response_id,
-                 Item.response_b_id)
-_LEASE_COLUMNS = (Lease.id, Lease.campaign_id, Lease.item_id, Lease.user_id, Lease.issued_at, Lease.expires_at,
-                  Lease.released_at, Lease.outcome)
-_ANSWER_COLUMNS = (Answer.id, Answer.item_id, Answer.campaign_id, Answer.user_id, Answer.values,
-                   Answer.submission_id, Answer.seconds_spent, Answer.server_seconds, Answer.created_at,
-                   Answer.updated_at, Answer.revision)
+_ITEM_COLUMNS = (
+    Item.id,
+    Item.campaign_id,
+    Item.position,
+    Item.answer_count,
+    Item.scenario_id,
+    Item.response_id,
+    Item.response_b_id,
+)
+_LEASE_COLUMNS = (
+    Lease.id,
+    Lease.campaign_id,
+    Lease.item_id,
+    Lease.user_id,
+    Lease.issued_at,
+    Lease.expires_at,
+    Lease.released_at,
+    Lease.outcome,
+)
+_ANSWER_COLUMNS = (
+    Answer.id,
+    Answer.item_id,
+    Answer.campaign_id,
+    Answer.user_id,
+    Answer.values,
+    Answer.submission_id,
+    Answer.seconds_spent,
+    Answer.server_seconds,
+    Answer.created_at,
+    Answer.updated_at,
+    Answer.revision,
+)
 
 
 @lru_cache(maxsize=1)
@@ -95,11 +132,7 @@ def _candidate_query(skipped: bool) -> Select:
     """The next-item query, once per process and kind (building a SELECT and its cache key costs more than
     running it). Bound per call: campaign_id, quota, user_id, now."""
     now, user_id, quota = _now_param(), bindparam("user_id"), bindparam("quota")
-    live = (
-        select(func.count())
-        .where(Lease.item_id == Item.id, *_live_lease(now))
-        .scalar_subquery()
-    )
+    live = select(func.count()).where(Lease.item_id == Item.id, *_live_lease(now)).scalar_subquery()
     answered = exists().where(Answer.item_id == Item.id, Answer.user_id == user_id)
     skip_match = and_(Skip.item_id == Item.id, Skip.user_id == user_id)
     query = select(*_ITEM_COLUMNS).where(
@@ -115,8 +148,9 @@ def _candidate_query(skipped: bool) -> Select:
     return query.limit(1)
 
 
-def candidate_item(session: Session, campaign: CampaignState, user_id: int, now: datetime, *,
-                   skipped: bool) -> Row | None:
+def candidate_item(
+    session: Session, campaign: CampaignState, user_id: int, now: datetime, *, skipped: bool
+) -> Row | None:
     """The first open item for this person, among the ones they skipped or the ones they did not."""
     bound = {"campaign_id": campaign.id, "quota": campaign.people_per_item, "user_id": user_id, "now": now}
     return core_connection(session).execute(_candidate_query(skipped), bound).first()
@@ -126,8 +160,11 @@ def candidate_item(session: Session, campaign: CampaignState, user_id: int, now:
 def _live_lease_query() -> Select:
     return (
         select(*_LEASE_COLUMNS)
-        .where(Lease.campaign_id == bindparam("campaign_id"), Lease.user_id == bindparam("user_id"),
-               *_live_lease(_now_param()))
+        .where(
+            Lease.campaign_id == bindparam("campaign_id"),
+            Lease.user_id == bindparam("user_id"),
+            *_live_lease(_now_param()),
+        )
         .order_by(Lease.issued_at.desc())
         .limit(1)
     )
@@ -160,8 +197,11 @@ def insert_lease(session: Session, **values: Any) -> None:
 
 @lru_cache(maxsize=1)
 def _release_lease() -> Update:
-    return (update(Lease).where(Lease.id == bindparam("lease_id"), Lease.released_at.is_(None))
-            .values(released_at=bindparam("released_at", type_=UTCDateTime()), outcome=bindparam("outcome")))
+    return (
+        update(Lease)
+        .where(Lease.id == bindparam("lease_id"), Lease.released_at.is_(None))
+        .values(released_at=bindparam("released_at", type_=UTCDateTime()), outcome=bindparam("outcome"))
+    )
 
 
 def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str) -> bool:
@@ -175,8 +215,9 @@ def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str
 
 @lru_cache(maxsize=1)
 def _live_lease_count_query() -> Select:
-    return select(func.count()).where(Lease.item_id == bindparam("item_id"), *_live_lease(_now_param()),
-                                      Lease.id != bindparam("excluding"))
+    return select(func.count()).where(
+        Lease.item_id == bindparam("item_id"), *_live_lease(_now_param()), Lease.id != bindparam("excluding")
+    )
 
 
 def live_lease_count(session: Session, item_id: int, now: datetime, *, excluding: str = "") -> int:
@@ -198,19 +239,24 @@ def answer_by_submission(session: Session, submission_id: str) -> AnswerPublic |
 
 @lru_cache(maxsize=1)
 def _earlier_answers_query() -> Select:
-    return select(*_ANSWER_COLUMNS).where(or_(
-        Answer.submission_id == bindparam("submission_id"),
-        and_(Answer.item_id == bindparam("item_id"), Answer.user_id == bindparam("user_id")),
-    ))
+    return select(*_ANSWER_COLUMNS).where(
+        or_(
+            Answer.submission_id == bindparam("submission_id"),
+            and_(Answer.item_id == bindparam("item_id"), Answer.user_id == bindparam("user_id")),
+        )
+    )
 
 
-def earlier_answers(session: Session, *, submission_id: str, item_id: int,
-                    user_id: int) -> tuple[AnswerPublic | None, AnswerPublic | None]:
+def earlier_answers(
+    session: Session, *, submission_id: str, item_id: int, user_id: int
+) -> tuple[AnswerPublic | None, AnswerPublic | None]:
     """In one query: the answer stored under ``submission_id`` and this person's answer to ``item_id`` (each or None;
     the same answer twice for a retry)."""
     bound = {"submission_id": submission_id, "item_id": item_id, "user_id": user_id}
-    rows = [AnswerPublic.model_construct(**row._asdict())
-            for row in core_connection(session).execute(_earlier_answers_query(), bound)]
+    rows = [
+        AnswerPublic.model_construct(**row._asdict())
+        for row in core_connection(session).execute(_earlier_answers_query(), bound)
+    ]
     by_submission = next((row for row in rows if row.submission_id == submission_id), None)
     to_item = next((row for row in rows if row.item_id == item_id and row.user_id == user_id), None)
     return by_submission, to_item

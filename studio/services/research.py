@@ -80,9 +80,12 @@ def leaderboard_rows(session: Session) -> pd.DataFrame:
 
     rows = mask_awaiting_adjudication(score_frame(session))
     judged = rows["subtask"].isin(JUDGED_SUBTASKS) & rows["judge_model"].notna()
-    rows["judge"] = [judge_label(model, version) if flag else None for flag, model, version in
-                     zip(judged.tolist(), rows["judge_model"].tolist(), rows["judge_prompt_version"].tolist(),
-                         strict=True)]
+    rows["judge"] = [
+        judge_label(model, version) if flag else None
+        for flag, model, version in zip(
+            judged.tolist(), rows["judge_model"].tolist(), rows["judge_prompt_version"].tolist(), strict=True
+        )
+    ]
     return rows
 
 
@@ -159,8 +162,11 @@ def sap_table(
     frames, scores = [], []
     for found in _campaigns(session, "sap_safety", campaign):
         answers, rule = _rated(session, found)
-        frames.append(answers.rename(columns={rule.score: "safety", rule.majority_of[0]: "violation"})
-                      [["scenario_id", "model", "variant", "annotator", "safety", "violation"]])
+        frames.append(
+            answers.rename(columns={rule.score: "safety", rule.majority_of[0]: "violation"})[
+                ["scenario_id", "model", "variant", "annotator", "safety", "violation"]
+            ]
+        )
         scores.append(score_frame(session, campaign=found, columns=SAFETY_SCORE_COLUMNS))
     if not frames or all(frame.empty for frame in frames):
         raise NotFound("campaign: no sap_safety answers yet")
@@ -173,8 +179,11 @@ def instruction_table(session: Session, *, user: UserPublic | None, campaign: st
     frames = []
     for found in _campaigns(session, "instruction_following", campaign):
         answers, rule = _rated(session, found)
-        frames.append(answers.rename(columns={rule.score: "rating", "instruction_kind": "kind"})
-                      .dropna(subset=["kind"])[["model", "kind", "rating", "item"]])
+        frames.append(
+            answers.rename(columns={rule.score: "rating", "instruction_kind": "kind"}).dropna(subset=["kind"])[
+                ["model", "kind", "rating", "item"]
+            ]
+        )
     if not frames or all(frame.empty for frame in frames):
         raise NotFound("campaign: no instruction_following answers yet")
     return instruction_following_table(pd.concat(frames, ignore_index=True)).reset_index()
@@ -213,15 +222,21 @@ def agreement(
         known = gold_values(items, question)
         if known:
             gold.append(gold_accuracy(subset, known).assign(question=question))
-    return AgreementView(by_question=by_question, annotators=pd.concat(annotators, ignore_index=True),
-                         gold=pd.concat(gold, ignore_index=True) if gold else pd.DataFrame())
+    return AgreementView(
+        by_question=by_question,
+        annotators=pd.concat(annotators, ignore_index=True),
+        gold=pd.concat(gold, ignore_index=True) if gold else pd.DataFrame(),
+    )
 
 
 def calibration(session: Session, *, user: UserPublic | None) -> tuple[Calibration, pd.DataFrame]:
     """Judge vs human on adjudicated items (both J_judge and J_human present): the statistics and the rows."""
     _check(user)
-    both = score_frame(session, columns=("scenario_id", "model", "variant", "subtask", "J_judge", "J_human"),
-                       present=("J_judge", "J_human"))
+    both = score_frame(
+        session,
+        columns=("scenario_id", "model", "variant", "subtask", "J_judge", "J_human"),
+        present=("J_judge", "J_human"),
+    )
     return judge_human_calibration(both), both
 
 
@@ -229,18 +244,32 @@ def progress(session: Session, *, user: UserPublic | None) -> tuple[pd.DataFrame
     """Progress per campaign (answers, items, complete items) and per annotator per campaign (answers, median
     seconds per item — the client's report, else the server's measure — and the last answer's time)."""
     _check(user)
-    campaigns = pd.DataFrame([{"campaign": s.name, "schema": s.schema_name, "status": s.status,
-                               "people_per_item": s.people_per_item, **s.progress}
-                              for s in campaign_summaries(session, user=None, include_closed=True)])
-    query = (select(Campaign.name, User.username, User.role, Answer.seconds_spent, Answer.server_seconds,
-                    Answer.created_at)
-             .join(Campaign, Campaign.id == Answer.campaign_id).join(User, User.id == Answer.user_id))
-    answers = pd.DataFrame(session.execute(query).all(),
-                           columns=["campaign", "annotator", "role", "seconds", "server_seconds", "at"])
+    campaigns = pd.DataFrame(
+        [
+            {
+                "campaign": s.name,
+                "schema": s.schema_name,
+                "status": s.status,
+                "people_per_item": s.people_per_item,
+                **s.progress,
+            }
+            for s in campaign_summaries(session, user=None, include_closed=True)
+        ]
+    )
+    query = (
+        select(Campaign.name, User.username, User.role, Answer.seconds_spent, Answer.server_seconds, Answer.created_at)
+        .join(Campaign, Campaign.id == Answer.campaign_id)
+        .join(User, User.id == Answer.user_id)
+    )
+    answers = pd.DataFrame(
+        session.execute(query).all(), columns=["campaign", "annotator", "role", "seconds", "server_seconds", "at"]
+    )
     answers["seconds"] = pd.to_numeric(answers["seconds"]).fillna(pd.to_numeric(answers["server_seconds"]))
-    people = answers.groupby(["campaign", "annotator", "role"], sort=True).agg(
-        answers=("seconds", "size"), median_seconds=("seconds", "median"), last_answer=("at", "max")
-    ).reset_index()
+    people = (
+        answers.groupby(["campaign", "annotator", "role"], sort=True)
+        .agg(answers=("seconds", "size"), median_seconds=("seconds", "median"), last_answer=("at", "max"))
+        .reset_index()
+    )
     return campaigns, people
 
 
@@ -254,8 +283,14 @@ def score_distribution(
     if not 1 <= bins <= 200:
         raise InvalidInput("bins: must be 1-200")
     if metric == "J_final":
-        rows = mask_awaiting_adjudication(score_frame(
-            session, variant=variant, columns=("model", "needs_adjudication", "J_human", "J_final"), present=(metric,)))
+        rows = mask_awaiting_adjudication(
+            score_frame(
+                session,
+                variant=variant,
+                columns=("model", "needs_adjudication", "J_human", "J_final"),
+                present=(metric,),
+            )
+        )
     else:
         rows = score_frame(session, variant=variant, columns=("model", metric), present=(metric,))
     edges = np.linspace(*METRIC_RANGES[metric], bins + 1)
@@ -263,8 +298,11 @@ def score_distribution(
     for model, group in rows.groupby("model", sort=True):
         counts, _ = np.histogram(group[metric].dropna(), bins=edges)
         parts.append(pd.DataFrame({"model": model, "bin_left": edges[:-1], "bin_right": edges[1:], "count": counts}))
-    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(
-        columns=["model", "bin_left", "bin_right", "count"])
+    return (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame(columns=["model", "bin_left", "bin_right", "count"])
+    )
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -24,14 +24,29 @@ def _review_campaign(session: Session, crowd: Campaign) -> Campaign:
     name, number = f"{crowd.name}-review", 2
     while name in taken:
         name, number = f"{crowd.name}-review-{number}", number + 1
-    review = Campaign(name=name, schema_name=schema.name, workflow_type=schema.type, target_kind=schema.target,
-                      people_per_item=schema.people_per_item, eligible_roles=list(schema.eligible_roles),
-                      created_by="aggregate", filters={"opened_by": crowd.name},
-                      schema_snapshot=schema.model_dump(mode="json"), pair_seed=secrets.token_hex(32))
+    review = Campaign(
+        name=name,
+        schema_name=schema.name,
+        workflow_type=schema.type,
+        target_kind=schema.target,
+        people_per_item=schema.people_per_item,
+        eligible_roles=list(schema.eligible_roles),
+        created_by="aggregate",
+        filters={"opened_by": crowd.name},
+        schema_snapshot=schema.model_dump(mode="json"),
+        pair_seed=secrets.token_hex(32),
+    )
     session.add(review)
     session.flush()
-    session.add(AuditLog(actor="aggregate", action="campaign.create", entity="campaign", entity_id=name,
-                         detail={"schema": schema.name, "opened_by": crowd.name}))
+    session.add(
+        AuditLog(
+            actor="aggregate",
+            action="campaign.create",
+            entity="campaign",
+            entity_id=name,
+            detail={"schema": schema.name, "opened_by": crowd.name},
+        )
+    )
     return review
 
 
@@ -44,11 +59,29 @@ def open_review_items(session: Session, crowd: Campaign, scenario_ids: list[str]
     if new:
         last = session.execute(select(func.max(Item.position)).where(Item.campaign_id == review.id)).scalar()
         start = -1 if last is None else int(last)
-        session.execute(insert(Item), [
-            {"campaign_id": review.id, "position": start + offset, "scenario_id": sid, "response_id": None,
-             "response_b_id": None, "is_gold": False, "gold_answers": None, "answer_count": 0}
-            for offset, sid in enumerate(new, start=1)
-        ])
-        session.add(AuditLog(actor="aggregate", action="campaign.add_items", entity="campaign", entity_id=review.name,
-                             detail={"from": crowd.name, "scenarios": new}))
+        session.execute(
+            insert(Item),
+            [
+                {
+                    "campaign_id": review.id,
+                    "position": start + offset,
+                    "scenario_id": sid,
+                    "response_id": None,
+                    "response_b_id": None,
+                    "is_gold": False,
+                    "gold_answers": None,
+                    "answer_count": 0,
+                }
+                for offset, sid in enumerate(new, start=1)
+            ],
+        )
+        session.add(
+            AuditLog(
+                actor="aggregate",
+                action="campaign.add_items",
+                entity="campaign",
+                entity_id=review.name,
+                detail={"from": crowd.name, "scenarios": new},
+            )
+        )
     return review.name, len(new)

@@ -19,8 +19,10 @@ from studio.ui.flow import DEFAULT_LIMITS, ItemState, Panel, QueueLimits, campai
 from studio.ui.forms import answers_from_form, build_component, empty_value
 from studio.ui.render import render_message
 
-NO_FORM_YET = ("This campaign was created after the studio started, from a schema it has no form for yet. "
-               "Ask an administrator to restart the studio.")
+NO_FORM_YET = (
+    "This campaign was created after the studio started, from a schema it has no form for yet. "
+    "Ask an administrator to restart the studio."
+)
 SHORTCUTS_HELP = (
     "**Keyboard:** digits **1–9** choose an option in the first unanswered question, **Enter** submits, "
     "**S** skips (not while typing in a text box)."
@@ -119,8 +121,9 @@ class AnnotateTab:
 
         self.refresh.click(load_campaigns, outputs=[self.campaign], api_visibility="private")
         # Blur the dropdown once the item is shown, so the keyboard shortcuts work without an extra click.
-        shown = self.campaign.change(choose, inputs=[self.campaign], outputs=self._panel_outputs(),
-                                     api_visibility="private")
+        shown = self.campaign.change(
+            choose, inputs=[self.campaign], outputs=self._panel_outputs(), api_visibility="private"
+        )
         shown.then(None, js="() => { if (document.activeElement) document.activeElement.blur(); }")
         for key, schema in self.schemas.items():
             submit_button, skip_button = self.buttons[key]
@@ -128,10 +131,20 @@ class AnnotateTab:
             outputs = [*self._panel_outputs(), *fields]
             # A set of inputs reaches the handler as one {component: value} dict, which leaves room for the
             # `request` parameter Gradio injects (it cannot follow a *values parameter).
-            submit_button.click(self._submit_handler(schema, fields), inputs={self.state, *fields}, outputs=outputs,
-                                api_visibility="private", trigger_mode="once")
-            skip_button.click(self._skip_handler(schema), inputs=[self.state], outputs=outputs,
-                              api_visibility="private", trigger_mode="once")
+            submit_button.click(
+                self._submit_handler(schema, fields),
+                inputs={self.state, *fields},
+                outputs=outputs,
+                api_visibility="private",
+                trigger_mode="once",
+            )
+            skip_button.click(
+                self._skip_handler(schema),
+                inputs=[self.state],
+                outputs=outputs,
+                api_visibility="private",
+                trigger_mode="once",
+            )
 
     def _submit_handler(self, schema: WorkflowSchema, fields: list[Any]) -> Callable[..., list[Any]]:
         import gradio as gr

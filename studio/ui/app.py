@@ -12,9 +12,12 @@ from studio.ui.render import CHAT_CSS, escape_text
 
 logger = logging.getLogger(__name__)
 
-UI_CSS = CHAT_CSS + """
+UI_CSS = (
+    CHAT_CSS
+    + """
 #h2h-header { display: flex; justify-content: space-between; align-items: center; }
 """
+)
 
 #: Keyboard shortcuts of the annotate form (documented on the page): digits pick an option of the
 #: first unanswered radio question of the visible form, Enter submits, S skips. Keys typed into text
@@ -117,8 +120,13 @@ def _page_loader(engine: Engine, annotate: Any, curate: Any, research: Any) -> A
         try:
             user = current_user(engine, token)
         except ServiceError:
-            return ['<a href="/login">Sign in</a>', gr.Dropdown(choices=[], value=None), gr.Tab(visible=False),
-                    gr.Tab(visible=False), *hidden]
+            return [
+                '<a href="/login">Sign in</a>',
+                gr.Dropdown(choices=[], value=None),
+                gr.Tab(visible=False),
+                gr.Tab(visible=False),
+                *hidden,
+            ]
         greeting = (
             f'Signed in as <b id="h2h-username">{escape_text(user.username)}</b> ({escape_text(user.role)}) · '
             '<form method="post" action="/logout" style="display:inline">'
@@ -127,7 +135,13 @@ def _page_loader(engine: Engine, annotate: Any, curate: Any, research: Any) -> A
         curating, researching = user.role in CURATE_ROLES, user.role in RESEARCH_ROLES
         curate_values = curate.load_values(token) if curating else [gr.skip()] * len(curate.load_outputs())
         research_values = research.load_values(token) if researching else [gr.skip()] * len(research.load_outputs())
-        return [greeting, gr.Dropdown(choices=campaign_choices(engine, token), value=None),
-                gr.Tab(visible=curating), gr.Tab(visible=researching), *curate_values, *research_values]
+        return [
+            greeting,
+            gr.Dropdown(choices=campaign_choices(engine, token), value=None),
+            gr.Tab(visible=curating),
+            gr.Tab(visible=researching),
+            *curate_values,
+            *research_values,
+        ]
 
     return on_load

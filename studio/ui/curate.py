@@ -52,8 +52,14 @@ def table(label: str, elem_id: str, columns: list[str] | None = None) -> Any:
     """A read-only table whose cells are shown as plain text (``columns``: the headers shown while empty)."""
     import gradio as gr
 
-    return gr.Dataframe(pd.DataFrame(columns=columns or [""]), label=label, elem_id=elem_id, interactive=False,
-                        datatype="str", max_height=600)
+    return gr.Dataframe(
+        pd.DataFrame(columns=columns or [""]),
+        label=label,
+        elem_id=elem_id,
+        interactive=False,
+        datatype="str",
+        max_height=600,
+    )
 
 
 class CurateTab:
@@ -85,12 +91,15 @@ class CurateTab:
         import gradio as gr
 
         with gr.Row():
-            self.subtask = gr.Dropdown([("any", ""), *[(s, s) for s in SUBTASKS]], value="", label="Subtask",
-                                       elem_id="h2h-filter-subtask")
-            self.status = gr.Dropdown([("any", ""), *[(s, s) for s in STATUS_CHOICES]], value="", label="Status",
-                                      elem_id="h2h-filter-status")
-            self.agreement_below = gr.Textbox(label="Agreement below (0–1, empty: any)", value="",
-                                              elem_id="h2h-filter-agreement")
+            self.subtask = gr.Dropdown(
+                [("any", ""), *[(s, s) for s in SUBTASKS]], value="", label="Subtask", elem_id="h2h-filter-subtask"
+            )
+            self.status = gr.Dropdown(
+                [("any", ""), *[(s, s) for s in STATUS_CHOICES]], value="", label="Status", elem_id="h2h-filter-status"
+            )
+            self.agreement_below = gr.Textbox(
+                label="Agreement below (0–1, empty: any)", value="", elem_id="h2h-filter-agreement"
+            )
             self.disagreement = gr.Dropdown(TRISTATE, value="", label="Disagreement", elem_id="h2h-filter-disagree")
         with gr.Row():
             self.page = gr.Number(label="Page", value=1, precision=0, minimum=1, elem_id="h2h-page")
@@ -117,11 +126,19 @@ class CurateTab:
         self.scores = table("Automatic and judge scores of its responses", "h2h-detail-scores", flow.SCORE_COLUMNS)
         self.scenario_audit = table("This scenario's audit log", "h2h-detail-audit", flow.AUDIT_COLUMNS)
         with gr.Group():
-            self.action = gr.Radio([("Accept", "accept"), ("Edit", "edit"), ("Reject", "reject")], value="accept",
-                                   label="Decision", elem_id="h2h-action")
+            self.action = gr.Radio(
+                [("Accept", "accept"), ("Edit", "edit"), ("Reject", "reject")],
+                value="accept",
+                label="Decision",
+                elem_id="h2h-action",
+            )
             self.reason = gr.Textbox(label="Reason (required)", elem_id="h2h-reason")
-            self.edits = gr.Code(label='Edits (for "Edit": a JSON object such as {"reference": "…"})',
-                                 language="json", value="", elem_id="h2h-edits")
+            self.edits = gr.Code(
+                label='Edits (for "Edit": a JSON object such as {"reference": "…"})',
+                language="json",
+                value="",
+                elem_id="h2h-edits",
+            )
             self.decide = gr.Button("Save decision", variant="primary", elem_id="h2h-decide")
         self.decision_message = gr.HTML(elem_id="h2h-decision-message", js_on_load=None)
 
@@ -129,15 +146,15 @@ class CurateTab:
         import gradio as gr
 
         with gr.Row():
-            self.response_subtask = gr.Dropdown([("any", ""), *[(s, s) for s in SUBTASKS]], value="",
-                                                label="Subtask", elem_id="h2h-response-subtask")
+            self.response_subtask = gr.Dropdown(
+                [("any", ""), *[(s, s) for s in SUBTASKS]], value="", label="Subtask", elem_id="h2h-response-subtask"
+            )
             self.flagged = gr.Dropdown(TRISTATE, value="", label="Flagged for adjudication", elem_id="h2h-flagged")
             self.adjudicated = gr.Dropdown(TRISTATE, value="", label="Adjudicated", elem_id="h2h-adjudicated")
             self.response_page = gr.Number(label="Page", value=1, precision=0, minimum=1, elem_id="h2h-response-page")
             self.response_search = gr.Button("Search", variant="primary", elem_id="h2h-response-search")
         self.response_summary = gr.Markdown(elem_id="h2h-response-summary")
-        self.responses = table("Responses (select a row to open its scenario)", "h2h-responses",
-                               flow.RESPONSE_COLUMNS)
+        self.responses = table("Responses (select a row to open its scenario)", "h2h-responses", flow.RESPONSE_COLUMNS)
 
     def _build_versions(self) -> None:
         import gradio as gr
@@ -151,8 +168,9 @@ class CurateTab:
         self.versions = table("Published versions (newest first)", "h2h-versions", flow.VERSION_COLUMNS)
         with gr.Row():
             self.download_version = gr.Dropdown([], label="Version", elem_id="h2h-download-version")
-            self.download_format = gr.Radio(list(flow.DOWNLOAD_FORMATS), value="csv", label="Format",
-                                            elem_id="h2h-download-format")
+            self.download_format = gr.Radio(
+                list(flow.DOWNLOAD_FORMATS), value="csv", label="Format", elem_id="h2h-download-format"
+            )
             self.prepare = gr.Button("Prepare download", elem_id="h2h-prepare-download")
         self.download = gr.File(label="Download", interactive=False, height=90, elem_id="h2h-version-file")
 
@@ -171,39 +189,82 @@ class CurateTab:
         self.search.click(self._browse(0, reset=True), inputs=[*filters, self.page], outputs=browse_outputs, **private)
         self.previous.click(self._browse(-1), inputs=[*filters, self.page], outputs=browse_outputs, **private)
         self.next.click(self._browse(1), inputs=[*filters, self.page], outputs=browse_outputs, **private)
-        detail_outputs = [self.scenario_id, self.detail_status, self.persona, self.item, self.tallies, self.comments,
-                          self.scores, self.scenario_audit]
+        detail_outputs = [
+            self.scenario_id,
+            self.detail_status,
+            self.persona,
+            self.item,
+            self.tallies,
+            self.comments,
+            self.scores,
+            self.scenario_audit,
+        ]
         self.scenarios.select(self._on_select(), outputs=[*detail_outputs, self.tabs], **private)
         self.responses.select(self._on_select(), outputs=[*detail_outputs, self.tabs], **private)
         self.open.click(self._on_open(), inputs=[self.scenario_id], outputs=detail_outputs, **private)
-        decided = self.decide.click(self._on_decide(), inputs=[self.scenario_id, self.action, self.reason, self.edits],
-                                    outputs=[self.decision_message, self.reason], trigger_mode="once", **private)
+        decided = self.decide.click(
+            self._on_decide(),
+            inputs=[self.scenario_id, self.action, self.reason, self.edits],
+            outputs=[self.decision_message, self.reason],
+            trigger_mode="once",
+            **private,
+        )
         decided.success(self._on_open(), inputs=[self.scenario_id], outputs=detail_outputs, **private)
-        self.response_search.click(self._on_responses(), inputs=[self.response_subtask, self.flagged, self.adjudicated,
-                                                               self.response_page],
-                                   outputs=[self.responses, self.response_summary], **private)
+        self.response_search.click(
+            self._on_responses(),
+            inputs=[self.response_subtask, self.flagged, self.adjudicated, self.response_page],
+            outputs=[self.responses, self.response_summary],
+            **private,
+        )
         version_outputs = [self.versions, self.download_version]
-        published = self.publish.click(self._on_publish(), inputs=[self.version_name, self.version_note],
-                                       outputs=[self.publish_message], trigger_mode="once", **private)
+        published = self.publish.click(
+            self._on_publish(),
+            inputs=[self.version_name, self.version_note],
+            outputs=[self.publish_message],
+            trigger_mode="once",
+            **private,
+        )
         published.success(self._on_versions(), outputs=version_outputs, **private)
         self.versions_refresh.click(self._on_versions(), outputs=version_outputs, **private)
-        self.prepare.click(self._on_download(), inputs=[self.download_version, self.download_format],
-                           outputs=[self.download], **private)
-        self.aggregate.click(self._on_aggregate(), inputs=[self.aggregate_campaign], outputs=[self.aggregation],
-                             trigger_mode="once", **private)
+        self.prepare.click(
+            self._on_download(),
+            inputs=[self.download_version, self.download_format],
+            outputs=[self.download],
+            **private,
+        )
+        self.aggregate.click(
+            self._on_aggregate(),
+            inputs=[self.aggregate_campaign],
+            outputs=[self.aggregation],
+            trigger_mode="once",
+            **private,
+        )
         self.audit_refresh.click(self._on_audit(), outputs=[self.audit], **private)
 
     def _browse(self, step: int, *, reset: bool = False) -> Any:
         import gradio as gr
 
-        def on_browse(subtask: str | None, status: str | None, agreement_below: str | None,
-                      disagreement: str | None, page_size: int | None, page: float | None,
-                      request: gr.Request) -> list[Any]:
+        def on_browse(
+            subtask: str | None,
+            status: str | None,
+            agreement_below: str | None,
+            disagreement: str | None,
+            page_size: int | None,
+            page: float | None,
+            request: gr.Request,
+        ) -> list[Any]:
             wanted = 1 if reset else max(1, int(page or 1) + step)
             with refused_as_gradio_errors():
-                found = flow.browse_scenarios(self.engine, _token(request), subtask=subtask, status=status,
-                                              agreement_below=agreement_below, disagreement=tristate(disagreement),
-                                              page=wanted, page_size=int(page_size or 25))
+                found = flow.browse_scenarios(
+                    self.engine,
+                    _token(request),
+                    subtask=subtask,
+                    status=status,
+                    agreement_below=agreement_below,
+                    disagreement=tristate(disagreement),
+                    page=wanted,
+                    page_size=int(page_size or 25),
+                )
             return [found.frame, found.summary, found.page]
 
         return on_browse
@@ -214,8 +275,16 @@ class CurateTab:
         if not scenario_id or not scenario_id.strip():
             raise InvalidInput("scenario_id: type or select a scenario")
         view = flow.scenario_view(self.engine, token, scenario_id.strip())
-        return [view.scenario_id, view.status_html, view.persona_html, view.item_html, view.tallies, view.comments,
-                view.scores, view.audit]
+        return [
+            view.scenario_id,
+            view.status_html,
+            view.persona_html,
+            view.item_html,
+            view.tallies,
+            view.comments,
+            view.scores,
+            view.audit,
+        ]
 
     def _on_select(self) -> Any:
         import gradio as gr
@@ -241,11 +310,11 @@ class CurateTab:
     def _on_decide(self) -> Any:
         import gradio as gr
 
-        def on_decide(scenario_id: str | None, action: str, reason: str | None, edits: str | None,
-                      request: gr.Request) -> list[Any]:
+        def on_decide(
+            scenario_id: str | None, action: str, reason: str | None, edits: str | None, request: gr.Request
+        ) -> list[Any]:
             with refused_as_gradio_errors():
-                message = flow.decide(self.engine, _token(request), (scenario_id or "").strip(), action, reason,
-                                      edits)
+                message = flow.decide(self.engine, _token(request), (scenario_id or "").strip(), action, reason, edits)
             return [render_message(message, kind="done"), ""]
 
         return on_decide
@@ -253,12 +322,18 @@ class CurateTab:
     def _on_responses(self) -> Any:
         import gradio as gr
 
-        def on_responses(subtask: str | None, flagged: str | None, adjudicated: str | None, page: float | None,
-                         request: gr.Request) -> list[Any]:
+        def on_responses(
+            subtask: str | None, flagged: str | None, adjudicated: str | None, page: float | None, request: gr.Request
+        ) -> list[Any]:
             with refused_as_gradio_errors():
-                found = flow.browse_responses(self.engine, _token(request), subtask=subtask,
-                                              flagged=tristate(flagged), adjudicated=tristate(adjudicated),
-                                              page=max(1, int(page or 1)))
+                found = flow.browse_responses(
+                    self.engine,
+                    _token(request),
+                    subtask=subtask,
+                    flagged=tristate(flagged),
+                    adjudicated=tristate(adjudicated),
+                    page=max(1, int(page or 1)),
+                )
             return [found.frame, found.summary]
 
         return on_responses
@@ -317,9 +392,13 @@ class CurateTab:
 
         versions = flow.dataset_versions(self.engine, token)
         names = versions["name"].tolist()
-        return [versions, gr.Dropdown(choices=names, value=names[0] if names else None),
-                gr.Dropdown(choices=[("all campaigns", ""), *[(n, n) for n in flow.campaign_names(self.engine, token)]],
-                            value="")]
+        return [
+            versions,
+            gr.Dropdown(choices=names, value=names[0] if names else None),
+            gr.Dropdown(
+                choices=[("all campaigns", ""), *[(n, n) for n in flow.campaign_names(self.engine, token)]], value=""
+            ),
+        ]
 
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""

@@ -33,10 +33,31 @@ DOWNLOAD_PREFIX = "h2h-download-"
 DOWNLOAD_KEEP_SECONDS = 3600.0
 #: Long text is cut in listing tables (the detail view shows it whole).
 CELL_CHARS = 120
-SCENARIO_COLUMNS: list[str] = ["id", "subtask", "status", "user_input", "reference", "crowd_decision", "crowd_votes",
-                                "crowd_agreement", "disagreement", "edited", "decided_by"]
-RESPONSE_COLUMNS: list[str] = ["scenario_id", "model", "variant", "subtask", "needs_adjudication", "S", "J_judge", "J",
-                               "J_human", "J_final"]
+SCENARIO_COLUMNS: list[str] = [
+    "id",
+    "subtask",
+    "status",
+    "user_input",
+    "reference",
+    "crowd_decision",
+    "crowd_votes",
+    "crowd_agreement",
+    "disagreement",
+    "edited",
+    "decided_by",
+]
+RESPONSE_COLUMNS: list[str] = [
+    "scenario_id",
+    "model",
+    "variant",
+    "subtask",
+    "needs_adjudication",
+    "S",
+    "J_judge",
+    "J",
+    "J_human",
+    "J_final",
+]
 TALLY_COLUMNS: list[str] = ["campaign", "question", "value", "count", "percent_agreement"]
 COMMENT_COLUMNS: list[str] = ["campaign", "annotator", "question", "text"]
 SCORE_COLUMNS: list[str] = ["model", "variant", "bleu4", "rougeL", "ss", "S", "J_judge", "J", "J_human", "J_final"]
@@ -134,8 +155,15 @@ def _pages(total: int, page_size: int) -> int:
 
 
 def browse_scenarios(
-    engine: Engine, token: str | None, *, subtask: str | None = None, status: str | None = None,
-    agreement_below: float | str | None = None, disagreement: bool | None = None, page: int = 1, page_size: int = 25,
+    engine: Engine,
+    token: str | None,
+    *,
+    subtask: str | None = None,
+    status: str | None = None,
+    agreement_below: float | str | None = None,
+    disagreement: bool | None = None,
+    page: int = 1,
+    page_size: int = 25,
 ) -> TablePage:
     """One page of scenarios with their review state, filtered as :func:`studio.services.curation.browse_scenarios`
     (``agreement_below`` may be the text typed into the filter, see :func:`parse_agreement`). A page past the
@@ -144,20 +172,31 @@ def browse_scenarios(
     from studio.services import curation
 
     user = caller(engine, token, READ_ROLES)
-    filters = {"subtask": subtask or None, "status": status or None, "disagreement": disagreement,
-               "agreement_below": parse_agreement(agreement_below)}
+    filters = {
+        "subtask": subtask or None,
+        "status": status or None,
+        "disagreement": disagreement,
+        "agreement_below": parse_agreement(agreement_below),
+    }
     with read_session(engine) as session:
         found = curation.browse_scenarios(session, user=user, page=page, page_size=page_size, **filters)
         if found.total and not found.rows:
-            found = curation.browse_scenarios(session, user=user, page=_pages(found.total, page_size),
-                                              page_size=page_size, **filters)
+            found = curation.browse_scenarios(
+                session, user=user, page=_pages(found.total, page_size), page_size=page_size, **filters
+            )
     frame = display_frame(found.rows)[SCENARIO_COLUMNS] if found.rows else pd.DataFrame(columns=SCENARIO_COLUMNS)
     return TablePage(frame, found.total, found.page, _pages(found.total, page_size))
 
 
 def browse_responses(
-    engine: Engine, token: str | None, *, subtask: str | None = None, flagged: bool | None = None,
-    adjudicated: bool | None = None, page: int = 1, page_size: int = 25,
+    engine: Engine,
+    token: str | None,
+    *,
+    subtask: str | None = None,
+    flagged: bool | None = None,
+    adjudicated: bool | None = None,
+    page: int = 1,
+    page_size: int = 25,
 ) -> TablePage:
     """One page of responses with their scores (``flagged``: flagged for adjudication or not)."""
     from studio.db import read_session
@@ -165,11 +204,22 @@ def browse_responses(
 
     user = caller(engine, token, READ_ROLES)
     with read_session(engine) as session:
-        found = curation.browse_responses(session, user=user, subtask=subtask or None, flagged=flagged,
-                                          adjudicated=adjudicated, page=page, page_size=page_size)
+        found = curation.browse_responses(
+            session,
+            user=user,
+            subtask=subtask or None,
+            flagged=flagged,
+            adjudicated=adjudicated,
+            page=page,
+            page_size=page_size,
+        )
     columns = RESPONSE_COLUMNS
-    return TablePage(display_frame(found.rows)[columns] if found.rows else pd.DataFrame(columns=columns),
-                     found.total, found.page, _pages(found.total, page_size))
+    return TablePage(
+        display_frame(found.rows)[columns] if found.rows else pd.DataFrame(columns=columns),
+        found.total,
+        found.page,
+        _pages(found.total, page_size),
+    )
 
 
 def _tally_rows(campaigns: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -177,8 +227,15 @@ def _tally_rows(campaigns: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataF
     for campaign in campaigns:
         for question, tally in campaign["questions"].items():
             for value, count in sorted(tally["counts"].items()):
-                tallies.append({"campaign": campaign["campaign"], "question": question, "value": value,
-                                "count": count, "percent_agreement": tally.get("percent_agreement")})
+                tallies.append(
+                    {
+                        "campaign": campaign["campaign"],
+                        "question": question,
+                        "value": value,
+                        "count": count,
+                        "percent_agreement": tally.get("percent_agreement"),
+                    }
+                )
         comments.extend({"campaign": campaign["campaign"], **comment} for comment in campaign["comments"])
     return (display_frame(tallies, TALLY_COLUMNS), pd.DataFrame.from_records(comments, columns=COMMENT_COLUMNS))
 
@@ -235,9 +292,19 @@ def audit_log(engine: Engine, token: str | None, *, scenario_id: str | None = No
     entity = "scenario" if scenario_id is not None else None
     with read_session(engine) as session:
         entries = curation.list_audit_entries(session, user=user, entity=entity, entity_id=scenario_id, limit=limit)
-    rows = [{"at": entry.at.isoformat(timespec="seconds"), "actor": entry.actor, "action": entry.action,
-             "entity": entry.entity, "entity_id": entry.entity_id, "before": entry.detail.get("before"),
-             "after": entry.detail.get("after"), "reason": entry.detail.get("reason")} for entry in entries]
+    rows = [
+        {
+            "at": entry.at.isoformat(timespec="seconds"),
+            "actor": entry.actor,
+            "action": entry.action,
+            "entity": entry.entity,
+            "entity_id": entry.entity_id,
+            "before": entry.detail.get("before"),
+            "after": entry.detail.get("after"),
+            "reason": entry.detail.get("reason"),
+        }
+        for entry in entries
+    ]
     return display_frame(rows, AUDIT_COLUMNS)
 
 
@@ -257,7 +324,11 @@ def parse_edits(text: str | None) -> dict[str, Any]:
 
 
 def decide(
-    engine: Engine, token: str | None, scenario_id: str | None, action: str, reason: str | None,
+    engine: Engine,
+    token: str | None,
+    scenario_id: str | None,
+    action: str,
+    reason: str | None,
     edits_text: str | None = None,
 ) -> str:
     """Accept, edit or reject a scenario with a required reason (audit-logged); return a confirmation line."""
@@ -270,8 +341,9 @@ def decide(
         raise InvalidInput("scenario_id: open a scenario first")
     edits = parse_edits(edits_text) if action == "edit" else None
     with write_session(engine) as session:
-        status = curation.decide_scenario(session, user=user, scenario_id=scenario_id, action=action,
-                                          reason=reason or "", edits=edits)
+        status = curation.decide_scenario(
+            session, user=user, scenario_id=scenario_id, action=action, reason=reason or "", edits=edits
+        )
     return f"{scenario_id}: {action} saved (status {status.status})."
 
 
@@ -282,8 +354,9 @@ def publish(engine: Engine, token: str | None, name: str | None, note: str | Non
 
     user = caller(engine, token, CURATE_ROLES)
     with write_session(engine) as session:
-        version, created = curation.publish_dataset(session, user=user, name=name or "", note=(note or "").strip()
-                                                    or None)
+        version, created = curation.publish_dataset(
+            session, user=user, name=name or "", note=(note or "").strip() or None
+        )
     if created:
         return f"Published {version.name}: {version.n_scenarios} scenarios (sha256 {version.content_hash[:12]})."
     return f"Nothing new to publish: the accepted scenarios are already version {version.name}."
@@ -297,8 +370,17 @@ def dataset_versions(engine: Engine, token: str | None) -> pd.DataFrame:
     user = caller(engine, token, READ_ROLES)
     with read_session(engine) as session:
         versions = curation.list_dataset_versions(session, user=user)
-    rows = [{"name": v.name, "scenarios": v.n_scenarios, "created_at": v.created_at.isoformat(timespec="seconds"),
-             "created_by": v.created_by, "note": v.note, "content_hash": v.content_hash} for v in reversed(versions)]
+    rows = [
+        {
+            "name": v.name,
+            "scenarios": v.n_scenarios,
+            "created_at": v.created_at.isoformat(timespec="seconds"),
+            "created_by": v.created_by,
+            "note": v.note,
+            "content_hash": v.content_hash,
+        }
+        for v in reversed(versions)
+    ]
     return display_frame(rows, VERSION_COLUMNS)
 
 
@@ -347,8 +429,13 @@ def download_version(engine: Engine, token: str | None, version: str | None, fmt
 
         write_records(target, records)
         return target
-    flat = [{key: json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
-             for key, value in record.items()} for record in records]
+    flat = [
+        {
+            key: json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else value
+            for key, value in record.items()
+        }
+        for record in records
+    ]
     return write_table(flat, target)
 
 
@@ -369,6 +456,19 @@ def run_aggregation(engine: Engine, token: str | None, campaign: str | None) -> 
     user = caller(engine, token, CURATE_ROLES)
     summaries = aggregate(engine, campaign=campaign or None, user=user)
     rows = [summary.model_dump(exclude={"table"}) for summary in summaries]
-    return display_frame(rows, ["campaign", "workflow_type", "rule", "answers", "complete_items",
-                                "incomplete_items", "changed", "review_campaign", "review_items_opened", "statuses",
-                                "pending_adjudication"])
+    return display_frame(
+        rows,
+        [
+            "campaign",
+            "workflow_type",
+            "rule",
+            "answers",
+            "complete_items",
+            "incomplete_items",
+            "changed",
+            "review_campaign",
+            "review_items_opened",
+            "statuses",
+            "pending_adjudication",
+        ],
+    )

@@ -98,12 +98,20 @@ def _progress_html(engine: Engine, campaign: str, user: Any) -> str:
     with read_session(engine) as session:
         counts = progress(session, campaign=campaign, user=user)
     overall = counts["overall"]
-    return render_progress(mine=counts["mine"]["answers"], answers=overall["answers"], items=overall["items"],
-                           complete_items=overall["complete_items"])
+    return render_progress(
+        mine=counts["mine"]["answers"],
+        answers=overall["answers"],
+        items=overall["items"],
+        complete_items=overall["complete_items"],
+    )
 
 
 def show_next(
-    engine: Engine, token: str | None, campaign: str | None, *, note: str | None = None,
+    engine: Engine,
+    token: str | None,
+    campaign: str | None,
+    *,
+    note: str | None = None,
     limits: QueueLimits = DEFAULT_LIMITS,
 ) -> Panel:
     """Lease the caller's next item of the campaign named ``campaign`` and return the panel that shows it.
@@ -134,12 +142,15 @@ def show_next(
         submission_id=uuid.uuid4().hex,
     )
     message = render_message(prefix + "Answer the questions below, then submit.")
-    return Panel(state, render_item(content), render_persona(content.get("persona")), progress, message,
-                 state.form_key)
+    return Panel(state, render_item(content), render_persona(content.get("persona")), progress, message, state.form_key)
 
 
 def submit(
-    engine: Engine, token: str | None, state: ItemState | None, answers: dict[str, Any], *,
+    engine: Engine,
+    token: str | None,
+    state: ItemState | None,
+    answers: dict[str, Any],
+    *,
     limits: QueueLimits = DEFAULT_LIMITS,
 ) -> Panel:
     """Store the caller's answers to the item on screen (once per submission id), then show the next item.

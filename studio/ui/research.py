@@ -43,11 +43,13 @@ class ResearchTab:
             self.campaign = gr.Dropdown([], label="Campaign (agreement)", elem_id="h2h-research-campaign")
         with gr.Tabs():
             with gr.Tab("Leaderboard", elem_id="h2h-research-leaderboard-tab"):
-                self.leaderboard_button = gr.Button("Show the leaderboard (Table 2)", variant="primary",
-                                                    elem_id="h2h-leaderboard-button")
+                self.leaderboard_button = gr.Button(
+                    "Show the leaderboard (Table 2)", variant="primary", elem_id="h2h-leaderboard-button"
+                )
                 self.leaderboard_caption = gr.Markdown(elem_id="h2h-leaderboard-caption")
-                self.leaderboard = table("Table 2: 100·S per subtask (itinerary I–III: 100·J_final/5)",
-                                         "h2h-leaderboard")
+                self.leaderboard = table(
+                    "Table 2: 100·S per subtask (itinerary I–III: 100·J_final/5)", "h2h-leaderboard"
+                )
                 self._download_row("leaderboard")
             with gr.Tab("SAP safety", elem_id="h2h-research-safety-tab"):
                 self.by_model = gr.Checkbox(label="Per model", value=False, elem_id="h2h-safety-by-model")
@@ -57,8 +59,9 @@ class ResearchTab:
             with gr.Tab("Instruction following", elem_id="h2h-research-if-tab"):
                 self.instruction_button = gr.Button("Show Fig. 7", variant="primary", elem_id="h2h-if-button")
                 self.instruction = table("Fig. 7: mean rating by request kind", "h2h-if")
-                self.instruction_plot = gr.Image(label="Fig. 7", type="filepath", interactive=False,
-                                                 elem_id="h2h-if-plot")
+                self.instruction_plot = gr.Image(
+                    label="Fig. 7", type="filepath", interactive=False, elem_id="h2h-if-plot"
+                )
                 self._download_row("instruction_following")
             self._build_quality(gr)
         self._wire()
@@ -66,16 +69,18 @@ class ResearchTab:
     def _build_quality(self, gr: Any) -> None:
         with gr.Tab("Agreement", elem_id="h2h-research-agreement-tab"):
             self.agreement_button = gr.Button("Compute agreement", variant="primary", elem_id="h2h-agreement-button")
-            self.agreement = table("Per question: Krippendorff's α (95% CI), Fleiss' κ, percent agreement",
-                                   "h2h-agreement")
+            self.agreement = table(
+                "Per question: Krippendorff's α (95% CI), Fleiss' κ, percent agreement", "h2h-agreement"
+            )
             self._download_row("agreement")
             self.annotators = table("Per annotator: agreement with the others' majority", "h2h-annotators")
             self._download_row("annotators")
         with gr.Tab("Judge vs human", elem_id="h2h-research-calibration-tab"):
             self.calibration_button = gr.Button("Compare", variant="primary", elem_id="h2h-calibration-button")
             self.calibration_stats = table("Spearman ρ, Kendall τ, mean |J_judge − J_human|", "h2h-calibration")
-            self.calibration_plot = gr.Image(label="J_judge vs J_human", type="filepath", interactive=False,
-                                             elem_id="h2h-calibration-plot")
+            self.calibration_plot = gr.Image(
+                label="J_judge vs J_human", type="filepath", interactive=False, elem_id="h2h-calibration-plot"
+            )
             self._download_row("calibration")
         with gr.Tab("Progress", elem_id="h2h-research-progress-tab"):
             self.progress_button = gr.Button("Show progress", variant="primary", elem_id="h2h-progress-button")
@@ -88,8 +93,9 @@ class ResearchTab:
                 self.metric = gr.Dropdown(list(METRIC_RANGES), value="S", label="Score", elem_id="h2h-metric")
                 self.bins = gr.Slider(5, 50, value=20, step=1, label="Bins", elem_id="h2h-bins")
                 self.distribution_button = gr.Button("Show", variant="primary", elem_id="h2h-distribution-button")
-            self.distribution_plot = gr.Image(label="Distribution", type="filepath", interactive=False,
-                                              elem_id="h2h-distribution-plot")
+            self.distribution_plot = gr.Image(
+                label="Distribution", type="filepath", interactive=False, elem_id="h2h-distribution-plot"
+            )
             self.distribution = table("Histogram per model", "h2h-distribution")
             self._download_row("distribution")
 
@@ -108,24 +114,56 @@ class ResearchTab:
     def _wire(self) -> None:
         private = {"api_visibility": "private"}
         params = self._params()
-        self.leaderboard_button.click(self._on_leaderboard(), inputs=[self.variant, self.signature],
-                                      outputs=[self.leaderboard, self.leaderboard_caption], **private)
-        self.safety_button.click(self._handler(lambda token, values: [display_frame(flow.safety_table(
-            self.engine, token, by_model=bool(values["by_model"])))]), inputs=params, outputs=[self.safety],
-            **private)
-        self.instruction_button.click(self._handler(self._instruction), inputs=params,
-                                      outputs=[self.instruction, self.instruction_plot], **private)
-        self.agreement_button.click(self._handler(lambda token, values: [display_frame(frame) for frame in
-                                                                          flow.agreement(self.engine, token,
-                                                                                         values["campaign"])]),
-                                    inputs=params, outputs=[self.agreement, self.annotators], **private)
-        self.calibration_button.click(self._handler(self._calibration), inputs=params,
-                                      outputs=[self.calibration_stats, self.calibration_plot], **private)
-        self.progress_button.click(self._handler(lambda token, values: [display_frame(frame) for frame in
-                                                                         flow.progress(self.engine, token)]),
-                                   inputs=params, outputs=[self.progress_campaigns, self.progress_people], **private)
-        self.distribution_button.click(self._handler(self._distribution), inputs=params,
-                                       outputs=[self.distribution_plot, self.distribution], **private)
+        self.leaderboard_button.click(
+            self._on_leaderboard(),
+            inputs=[self.variant, self.signature],
+            outputs=[self.leaderboard, self.leaderboard_caption],
+            **private,
+        )
+        self.safety_button.click(
+            self._handler(
+                lambda token, values: [
+                    display_frame(flow.safety_table(self.engine, token, by_model=bool(values["by_model"])))
+                ]
+            ),
+            inputs=params,
+            outputs=[self.safety],
+            **private,
+        )
+        self.instruction_button.click(
+            self._handler(self._instruction),
+            inputs=params,
+            outputs=[self.instruction, self.instruction_plot],
+            **private,
+        )
+        self.agreement_button.click(
+            self._handler(
+                lambda token, values: [
+                    display_frame(frame) for frame in flow.agreement(self.engine, token, values["campaign"])
+                ]
+            ),
+            inputs=params,
+            outputs=[self.agreement, self.annotators],
+            **private,
+        )
+        self.calibration_button.click(
+            self._handler(self._calibration),
+            inputs=params,
+            outputs=[self.calibration_stats, self.calibration_plot],
+            **private,
+        )
+        self.progress_button.click(
+            self._handler(lambda token, values: [display_frame(frame) for frame in flow.progress(self.engine, token)]),
+            inputs=params,
+            outputs=[self.progress_campaigns, self.progress_people],
+            **private,
+        )
+        self.distribution_button.click(
+            self._handler(self._distribution),
+            inputs=params,
+            outputs=[self.distribution_plot, self.distribution],
+            **private,
+        )
         for name, (fmt, button, file) in self.downloads.items():
             button.click(self._on_export(name), inputs=[fmt, *params], outputs=[file], **private)
 
@@ -147,10 +185,23 @@ class ResearchTab:
         """Wrap ``compute(token, page values)`` as an event handler over :meth:`_params`."""
         import gradio as gr
 
-        def on_click(variant: str | None, signature: str | None, campaign: str | None, by_model: bool,
-                     metric: str | None, bins: float | None, request: gr.Request) -> list[Any]:
-            values = {"variant": variant or None, "signature": signature or None, "campaign": campaign or None,
-                      "by_model": by_model, "metric": metric, "bins": bins}
+        def on_click(
+            variant: str | None,
+            signature: str | None,
+            campaign: str | None,
+            by_model: bool,
+            metric: str | None,
+            bins: float | None,
+            request: gr.Request,
+        ) -> list[Any]:
+            values = {
+                "variant": variant or None,
+                "signature": signature or None,
+                "campaign": campaign or None,
+                "by_model": by_model,
+                "metric": metric,
+                "bins": bins,
+            }
             with refused_as_gradio_errors():
                 return compute(_token(request), values)
 
@@ -169,10 +220,24 @@ class ResearchTab:
     def _on_export(self, name: str) -> Any:
         import gradio as gr
 
-        def on_export(fmt: str, variant: str | None, signature: str | None, campaign: str | None, by_model: bool,
-                      metric: str | None, bins: float | None, request: gr.Request) -> str:
-            params = {"variant": variant or None, "signature": signature or None, "campaign": campaign or None,
-                      "by_model": by_model, "metric": metric, "bins": bins}
+        def on_export(
+            fmt: str,
+            variant: str | None,
+            signature: str | None,
+            campaign: str | None,
+            by_model: bool,
+            metric: str | None,
+            bins: float | None,
+            request: gr.Request,
+        ) -> str:
+            params = {
+                "variant": variant or None,
+                "signature": signature or None,
+                "campaign": campaign or None,
+                "by_model": by_model,
+                "metric": metric,
+                "bins": bins,
+            }
             # A fresh private directory per request; the file name is built by the flow, never sent by the client.
             with refused_as_gradio_errors():
                 return str(flow.export_table(self.engine, _token(request), name, fmt, new_download_dir(), **params))
@@ -187,9 +252,11 @@ class ResearchTab:
 
         options = flow.score_options(self.engine, token)
         campaigns = campaign_names(self.engine, token)
-        return [gr.Dropdown(choices=options.variants, value=options.variants[0] if options.variants else None),
-                gr.Dropdown(choices=options.signatures, value=options.signatures[0] if options.signatures else None),
-                gr.Dropdown(choices=campaigns, value=campaigns[0] if campaigns else None)]
+        return [
+            gr.Dropdown(choices=options.variants, value=options.variants[0] if options.variants else None),
+            gr.Dropdown(choices=options.signatures, value=options.signatures[0] if options.signatures else None),
+            gr.Dropdown(choices=campaigns, value=campaigns[0] if campaigns else None),
+        ]
 
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""

@@ -22,8 +22,17 @@ from studio.ui.curate_flow import DOWNLOAD_FORMATS, caller
 
 RESEARCH_ROLES: tuple[str, ...] = ("researcher", "curator", "admin")
 #: The tables a researcher may download, by the name the page sends.
-TABLE_NAMES: tuple[str, ...] = ("leaderboard", "table3", "instruction_following", "agreement", "annotators",
-                                "calibration", "progress_campaigns", "progress_annotators", "distribution")
+TABLE_NAMES: tuple[str, ...] = (
+    "leaderboard",
+    "table3",
+    "instruction_following",
+    "agreement",
+    "annotators",
+    "calibration",
+    "progress_campaigns",
+    "progress_annotators",
+    "distribution",
+)
 
 
 @dataclass(frozen=True)
@@ -57,8 +66,9 @@ def score_options(engine: Engine, token: str | None) -> ScoreOptions:
     return ScoreOptions(variants, signatures)
 
 
-def leaderboard(engine: Engine, token: str | None, *, variant: str | None = None,
-                signature: str | None = None) -> Leaderboard:
+def leaderboard(
+    engine: Engine, token: str | None, *, variant: str | None = None, signature: str | None = None
+) -> Leaderboard:
     """Paper Table 2 (×100) from adjudicated scores for one variant and signature, with the pending count."""
     from studio.db import read_session
     from studio.services import research
@@ -74,8 +84,9 @@ def leaderboard(engine: Engine, token: str | None, *, variant: str | None = None
     return Leaderboard(table, caption)
 
 
-def safety_table(engine: Engine, token: str | None, *, campaign: str | None = None,
-                 by_model: bool = False) -> pd.DataFrame:
+def safety_table(
+    engine: Engine, token: str | None, *, campaign: str | None = None, by_model: bool = False
+) -> pd.DataFrame:
     """Paper Table 3 (SAP safety) over the sap_safety campaigns (or one)."""
     from studio.db import read_session
     from studio.services import research
@@ -103,8 +114,9 @@ def instruction_plot(engine: Engine, token: str | None, directory: Path, *, camp
     return plot_instruction_following(table, directory / "instruction_following.png")
 
 
-def agreement(engine: Engine, token: str | None, campaign: str | None, *,
-              resamples: int = 200) -> tuple[pd.DataFrame, pd.DataFrame]:
+def agreement(
+    engine: Engine, token: str | None, campaign: str | None, *, resamples: int = 200
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Agreement of one campaign per question (α with CI, κ, percent) and per annotator (vs the majority)."""
     from studio.db import read_session
     from studio.services import research
@@ -118,8 +130,9 @@ def agreement(engine: Engine, token: str | None, campaign: str | None, *,
     return view.by_question, view.annotators
 
 
-def calibration(engine: Engine, token: str | None, directory: Path | None = None
-                ) -> tuple[pd.DataFrame, pd.DataFrame, Path | None]:
+def calibration(
+    engine: Engine, token: str | None, directory: Path | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame, Path | None]:
     """Judge vs human on adjudicated items: the statistics (one row), the paired rows, and a scatter plot
     written to ``directory`` when given and there is at least one pair."""
     from studio.db import read_session
@@ -144,20 +157,21 @@ def progress(engine: Engine, token: str | None) -> tuple[pd.DataFrame, pd.DataFr
     return campaigns, people
 
 
-def distribution(engine: Engine, token: str | None, *, metric: str = "S", bins: int = 20,
-                 variant: str | None = None) -> pd.DataFrame:
+def distribution(
+    engine: Engine, token: str | None, *, metric: str = "S", bins: int = 20, variant: str | None = None
+) -> pd.DataFrame:
     """Histogram of one score per model (model, bin_left, bin_right, count)."""
     from studio.db import read_session
     from studio.services import research
 
     user = _researcher(engine, token)
     with read_session(engine) as session:
-        return research.score_distribution(session, user=user, metric=metric, bins=int(bins),
-                                           variant=variant or None)
+        return research.score_distribution(session, user=user, metric=metric, bins=int(bins), variant=variant or None)
 
 
-def distribution_plot(engine: Engine, token: str | None, directory: Path, *, metric: str = "S", bins: int = 20,
-                      variant: str | None = None) -> Path:
+def distribution_plot(
+    engine: Engine, token: str | None, directory: Path, *, metric: str = "S", bins: int = 20, variant: str | None = None
+) -> Path:
     """The score distribution as step histograms (one line per model), a PNG in ``directory``."""
     from studio.services.research import plot_score_distribution
 
@@ -165,28 +179,34 @@ def distribution_plot(engine: Engine, token: str | None, directory: Path, *, met
     return plot_score_distribution(frame, directory / f"distribution-{metric}.png", metric=metric)
 
 
-def _table_builders(engine: Engine, token: str | None, params: dict[str, Any]
-                    ) -> dict[str, Callable[[], pd.DataFrame]]:
+def _table_builders(engine: Engine, token: str | None, params: dict[str, Any]) -> dict[str, Callable[[], pd.DataFrame]]:
     campaign = params.get("campaign") or None
     return {
-        "leaderboard": lambda: leaderboard(engine, token, variant=params.get("variant"),
-                                           signature=params.get("signature")).table,
-        "table3": lambda: safety_table(engine, token, campaign=params.get("safety_campaign") or None,
-                                       by_model=bool(params.get("by_model"))),
-        "instruction_following": lambda: instruction_table(engine, token,
-                                                           campaign=params.get("instruction_campaign") or None),
+        "leaderboard": lambda: (
+            leaderboard(engine, token, variant=params.get("variant"), signature=params.get("signature")).table
+        ),
+        "table3": lambda: safety_table(
+            engine, token, campaign=params.get("safety_campaign") or None, by_model=bool(params.get("by_model"))
+        ),
+        "instruction_following": lambda: instruction_table(
+            engine, token, campaign=params.get("instruction_campaign") or None
+        ),
         "agreement": lambda: agreement(engine, token, campaign)[0],
         "annotators": lambda: agreement(engine, token, campaign)[1],
         "calibration": lambda: calibration(engine, token)[1],
         "progress_campaigns": lambda: progress(engine, token)[0],
         "progress_annotators": lambda: progress(engine, token)[1],
-        "distribution": lambda: distribution(engine, token, metric=params.get("metric") or "S",
-                                             bins=int(params.get("bins") or 20), variant=params.get("variant")),
+        "distribution": lambda: distribution(
+            engine,
+            token,
+            metric=params.get("metric") or "S",
+            bins=int(params.get("bins") or 20),
+            variant=params.get("variant"),
+        ),
     }
 
 
-def export_table(engine: Engine, token: str | None, table: str, fmt: str, directory: Path,
-                 **params: Any) -> Path:
+def export_table(engine: Engine, token: str | None, table: str, fmt: str, directory: Path, **params: Any) -> Path:
     """Write one of :data:`TABLE_NAMES` as CSV (formula-safe), JSONL or Parquet into ``directory``.
 
     ``params`` are the page's current choices (variant, signature, campaign, metric, bins, ...); the role is

@@ -26,9 +26,26 @@ def benchmark_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str]
 def test_a_small_run_reports_every_phase_and_finds_nothing_lost(
     benchmark_module: Callable[[str], ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = benchmark_module("bench_load").main(["--clients", "4", "--seconds", "2", "--rounds", "2", "--items", "40",
-                              "--people-per-item", "3", "--pause-min", "0.05", "--pause-max", "0.1",
-                              "--work-dir", str(tmp_path)])
+    status = benchmark_module("bench_load").main(
+        [
+            "--clients",
+            "4",
+            "--seconds",
+            "2",
+            "--rounds",
+            "2",
+            "--items",
+            "40",
+            "--people-per-item",
+            "3",
+            "--pause-min",
+            "0.05",
+            "--pause-max",
+            "0.1",
+            "--work-dir",
+            str(tmp_path),
+        ]
+    )
     out = capsys.readouterr().out
     assert status == 0, out
     assert "RESULT: OK (0 lost, 0 doubled)" in out
@@ -43,10 +60,28 @@ def test_slices_pool_into_one_phase(benchmark_module: Callable[[str], ModuleType
     bench_load = benchmark_module("bench_load")
     PhaseResult = benchmark_module("load_clients").PhaseResult  # noqa: N806 - the class
 
-    first = PhaseResult(name="noop", clients=2, seconds=1.0, cycles=10, requests=30, cycle_ms=[1.0],
-                        generator_cpu_s=0.5, server_cpu_s=0.25, machine_busy_s=1.0)
-    second = PhaseResult(name="noop", clients=2, seconds=3.0, cycles=20, requests=60, cycle_ms=[2.0, 3.0],
-                         generator_cpu_s=0.5, server_cpu_s=None, machine_busy_s=2.0)
+    first = PhaseResult(
+        name="noop",
+        clients=2,
+        seconds=1.0,
+        cycles=10,
+        requests=30,
+        cycle_ms=[1.0],
+        generator_cpu_s=0.5,
+        server_cpu_s=0.25,
+        machine_busy_s=1.0,
+    )
+    second = PhaseResult(
+        name="noop",
+        clients=2,
+        seconds=3.0,
+        cycles=20,
+        requests=60,
+        cycle_ms=[2.0, 3.0],
+        generator_cpu_s=0.5,
+        server_cpu_s=None,
+        machine_busy_s=2.0,
+    )
     merged = bench_load.merge_phases("noop", [first, second])
     assert (merged.seconds, merged.cycles, merged.requests, merged.cycle_ms) == (4.0, 30, 90, [1.0, 2.0, 3.0])
     assert merged.cycles_per_s == 7.5 and merged.generator_cpu_s == 1.0 and merged.machine_busy_s == 3.0

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.browser
 
 #: Scenario text and a comment that would run script if rendered as HTML, Markdown or a template.
 HOSTILE_INPUT = "<img src=x onerror=\"window.__pwned='img'\"><script>window.__pwned='s'</script>${1+1} **bold**"
-HOSTILE_REFERENCE = "=HYPERLINK(\"http://evil.example\",\"x\")"
+HOSTILE_REFERENCE = '=HYPERLINK("http://evil.example","x")'
 HOSTILE_COMMENT = "<b onmouseover=\"window.__pwned='c'\">nice</b><img src=y onerror=\"window.__pwned='c'\">"
 HOSTILE_ID = "b-evil-1"
 
@@ -44,20 +44,38 @@ def curation(studio: Studio, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
     engine = create_db_engine(studio.store.database_url)
     run = RunDir(tmp_path_factory.mktemp("hostile-run")).ensure()
-    hostile = Scenario(id=HOSTILE_ID, subtask="dialogue_schedule", persona="<i>persona</i>", user_input=HOSTILE_INPUT,
-                       reference=HOSTILE_REFERENCE)
+    hostile = Scenario(
+        id=HOSTILE_ID,
+        subtask="dialogue_schedule",
+        persona="<i>persona</i>",
+        user_input=HOSTILE_INPUT,
+        reference=HOSTILE_REFERENCE,
+    )
     run.scenarios.write_text(model_dump_line(hostile) + "\n", encoding="utf-8")
     ingest_run(engine, run)
     with write_session(engine) as session:
         for role in ("curator", "researcher"):
             create_user(session, username=f"{role}01", password=PASSWORD, role=role)
         voter = create_user(session, username="annotator-h", password=PASSWORD, role="annotator")
-        create_campaign(session, name="test-hostile-vote", schema=load_schemas()["crowd_vote"], people_per_item=1,
-                        selection=TargetSelection(subtasks=["dialogue_schedule"]), actor="test")
+        create_campaign(
+            session,
+            name="test-hostile-vote",
+            schema=load_schemas()["crowd_vote"],
+            people_per_item=1,
+            selection=TargetSelection(subtasks=["dialogue_schedule"]),
+            actor="test",
+        )
         view = next_item(session, campaign="test-hostile-vote", user=voter)
-        submit_answer(session, campaign="test-hostile-vote", user=voter, item_id=view.item_id,
-                      lease_id=view.lease_id, submission_id=uuid.uuid4().hex, seconds_spent=2.0,
-                      answers={"verdict": "keep", "subtask_label": "dialogue_schedule", "comment": HOSTILE_COMMENT})
+        submit_answer(
+            session,
+            campaign="test-hostile-vote",
+            user=voter,
+            item_id=view.item_id,
+            lease_id=view.lease_id,
+            submission_id=uuid.uuid4().hex,
+            seconds_spent=2.0,
+            answers={"verdict": "keep", "subtask_label": "dialogue_schedule", "comment": HOSTILE_COMMENT},
+        )
         set_campaign_status(session, name="test-hostile-vote", status="closed", actor="test")
     engine.dispose()
     yield studio
@@ -84,7 +102,8 @@ def fill(page: object, elem_id: str, text: str) -> None:
 def wait_for_text(page: object, selector: str, text: str) -> None:
     page.wait_for_function(  # type: ignore[attr-defined]
         "([selector, text]) => (document.querySelector(selector) || {innerText: ''}).innerText.includes(text)",
-        arg=[selector, text], timeout=UI_WAIT_MS,
+        arg=[selector, text],
+        timeout=UI_WAIT_MS,
     )
 
 
@@ -136,7 +155,10 @@ def reject_without_then_with_a_reason(page: object, curation: Studio) -> None:
     wait_for_text(page, "#h2h-detail-audit", "Not a companion conversation.")
     [entry] = read_store(curation, select(AuditLog).where(AuditLog.entity_id == HOSTILE_ID))
     assert (entry.actor, entry.action, entry.detail["reason"]) == (
-        "curator01", "scenario.reject", "Not a companion conversation.")
+        "curator01",
+        "scenario.reject",
+        "Not a companion conversation.",
+    )
     assert entry.detail["before"]["status"] == "pending" and entry.detail["after"]["status"] == "rejected"
 
 

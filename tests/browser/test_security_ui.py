@@ -58,11 +58,29 @@ def _add_hostile_run(database_url: str, folder: Path) -> None:
 
     folder.mkdir(parents=True)
     scenario = Scenario(id=HOSTILE_ID, subtask="dialogue_base", persona="p", user_input="hi", reference="hello")
-    response = Response(scenario_id=HOSTILE_ID, model=HOSTILE_MODEL, variant="with_sap", text="hello there",
-                        backend="fixture", prompt_version="fixture")
-    score = Score(scenario_id=HOSTILE_ID, model=HOSTILE_MODEL, variant="with_sap", subtask="dialogue_base",
-                  bleu1=0.5, bleu2=0.4, bleu3=0.3, bleu4=0.2, rouge1=0.5, rougeL=0.5, ss=0.7, S=0.443,
-                  signature=SIGNATURE)
+    response = Response(
+        scenario_id=HOSTILE_ID,
+        model=HOSTILE_MODEL,
+        variant="with_sap",
+        text="hello there",
+        backend="fixture",
+        prompt_version="fixture",
+    )
+    score = Score(
+        scenario_id=HOSTILE_ID,
+        model=HOSTILE_MODEL,
+        variant="with_sap",
+        subtask="dialogue_base",
+        bleu1=0.5,
+        bleu2=0.4,
+        bleu3=0.3,
+        bleu4=0.2,
+        rouge1=0.5,
+        rougeL=0.5,
+        ss=0.7,
+        S=0.443,
+        signature=SIGNATURE,
+    )
     write_records(folder / "scenarios.jsonl", [scenario])
     write_records(folder / "responses.jsonl", [response])
     write_records(folder / "scores.jsonl", [score])
@@ -119,21 +137,28 @@ def default_inputs(config: dict[str, Any], dependency: dict[str, Any]) -> list[A
     return [values.get(component_id) for component_id in dependency["inputs"]]
 
 
-def call_dependency(client: httpx.Client, dependency: dict[str, Any], data: list[Any],
-                    session_hash: str | None = None) -> dict[str, Any]:
+def call_dependency(
+    client: httpx.Client, dependency: dict[str, Any], data: list[Any], session_hash: str | None = None
+) -> dict[str, Any]:
     """Run one Gradio dependency through ``queue/join`` and return its ``process_completed`` message."""
     session_hash = session_hash or uuid.uuid4().hex
     target = dependency["targets"][0][0] if dependency["targets"] else None
     event_data = {"index": [0, 0], "value": "b-dialogue-1", "row_value": ["b-dialogue-1"], "selected": True}
-    joined = client.post("/ui/gradio_api/queue/join", json={
-        "data": data, "fn_index": dependency["id"], "session_hash": session_hash, "trigger_id": target,
-        "event_data": event_data,
-    })
+    joined = client.post(
+        "/ui/gradio_api/queue/join",
+        json={
+            "data": data,
+            "fn_index": dependency["id"],
+            "session_hash": session_hash,
+            "trigger_id": target,
+            "event_data": event_data,
+        },
+    )
     joined.raise_for_status()
     with client.stream("GET", "/ui/gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
         for line in stream.iter_lines():
             if line.startswith("data:") and "process_completed" in line:
-                return json.loads(line[len("data:"):])
+                return json.loads(line[len("data:") :])
     raise AssertionError(f"{dependency['api_name']}: the event stream ended without a result")
 
 
@@ -141,8 +166,10 @@ def store_rows(studio: Studio) -> dict[str, list[Any]]:
     engine = create_db_engine(studio.store.database_url)
     try:
         with read_session(engine) as session:
-            return {name: list(session.exec(select(model.id)).all())
-                    for name, model in (("answers", Answer), ("audit", AuditLog), ("leases", Lease), ("skips", Skip))}
+            return {
+                name: list(session.exec(select(model.id)).all())
+                for name, model in (("answers", Answer), ("audit", AuditLog), ("leases", Lease), ("skips", Skip))
+            }
     finally:
         engine.dispose()
 
@@ -160,9 +187,13 @@ def test_every_kind_of_response_carries_the_security_headers(guarded: Studio) ->
     with signed_in_client(guarded, "annotator01") as client:
         token = client.cookies["h2h_session"]
         responses = [
-            client.get("/login"), client.get("/ui/", headers={"accept": "text/html"}), client.get("/ui/config"),
-            client.get("/ui/gradio_api/info"), client.get("/no-such-page"),
-            client.get("/api/v1/me", headers={"authorization": f"Bearer {token}"}), client.get("/api/v1/me"),
+            client.get("/login"),
+            client.get("/ui/", headers={"accept": "text/html"}),
+            client.get("/ui/config"),
+            client.get("/ui/gradio_api/info"),
+            client.get("/no-such-page"),
+            client.get("/api/v1/me", headers={"authorization": f"Bearer {token}"}),
+            client.get("/api/v1/me"),
         ]
     for response in responses:
         where = f"{response.request.url.path} ({response.status_code})"
@@ -243,13 +274,15 @@ def test_hostile_model_names_and_ids_stay_text_in_tables_and_dropdowns(guarded: 
     page.click("#h2h-leaderboard-button")
     page.wait_for_function(
         "text => (document.querySelector('#h2h-leaderboard') || {innerText: ''}).innerText.includes(text)",
-        arg="window.__pwned='model'", timeout=UI_WAIT_MS,
+        arg="window.__pwned='model'",
+        timeout=UI_WAIT_MS,
     )
     page.get_by_role("tab", name="Curate").click()
     page.click("#h2h-search")
     page.wait_for_function(
         "text => (document.querySelector('#h2h-scenarios') || {innerText: ''}).innerText.includes(text)",
-        arg="<svg onload", timeout=UI_WAIT_MS,
+        arg="<svg onload",
+        timeout=UI_WAIT_MS,
     )
     page.wait_for_timeout(300)  # let an onerror/onload handler fire, if one were live
     assert page.evaluate("window.__pwned") is None
@@ -272,8 +305,13 @@ def test_a_hostile_campaign_name_stays_text_in_the_campaign_picker(guarded: Stud
 def test_gradio_file_route_serves_nothing_outside_its_cache(guarded: Studio) -> None:
     database = guarded.store.database_url.removeprefix("sqlite:///")
     with signed_in_client(guarded, "annotator01") as client:
-        for path in ("/etc/passwd", "../../../../etc/passwd", "..%2F..%2F..%2Fetc%2Fpasswd", database,
-                     str(Path(__file__).resolve())):
+        for path in (
+            "/etc/passwd",
+            "../../../../etc/passwd",
+            "..%2F..%2F..%2Fetc%2Fpasswd",
+            database,
+            str(Path(__file__).resolve()),
+        ):
             response = client.get(f"/ui/gradio_api/file={path}")
             assert response.status_code in (403, 404), path
             assert "root:" not in response.text and "SQLite format" not in response.text
@@ -302,8 +340,13 @@ def test_a_state_forged_by_the_client_is_ignored(guarded: Studio) -> None:
     with signed_in_client(guarded, "annotator01") as client:
         dependencies = client.get("/ui/config").json()["dependencies"]
         submit = next(entry for entry in dependencies if entry["api_name"] == "on_submit")
-        forged = {"campaign": "test-adjudication", "form_key": "adjudication", "item_id": 1, "lease_id": "x",
-                  "submission_id": "forged"}
+        forged = {
+            "campaign": "test-adjudication",
+            "form_key": "adjudication",
+            "item_id": 1,
+            "lease_id": "x",
+            "submission_id": "forged",
+        }
         result = call_dependency(client, submit, [forged] + [None] * (len(submit["inputs"]) - 1))
     assert result["success"] is True and "Nothing to submit." in json.dumps(result["output"]["data"])
     assert store_rows(guarded) == before
@@ -316,11 +359,18 @@ def test_a_ui_event_posted_from_another_origin_with_the_cookie_is_refused(guarde
         config = client.get("/ui/config").json()
         [choose] = [entry for entry in config["dependencies"] if entry["api_name"] == "choose"]
         other_port = guarded.base_url.rsplit(":", 1)[0] + ":1"
-        refused = client.post("/ui/gradio_api/queue/join", headers={"origin": other_port}, json={
-            "data": ["test-crowd_vote"], "fn_index": choose["id"], "session_hash": uuid.uuid4().hex})
+        refused = client.post(
+            "/ui/gradio_api/queue/join",
+            headers={"origin": other_port},
+            json={"data": ["test-crowd_vote"], "fn_index": choose["id"], "session_hash": uuid.uuid4().hex},
+        )
         assert refused.status_code == 403
-        assert client.post("/login", headers={"origin": other_port},
-                           data={"username": "annotator01", "password": PASSWORD}).status_code == 403
+        assert (
+            client.post(
+                "/login", headers={"origin": other_port}, data={"username": "annotator01", "password": PASSWORD}
+            ).status_code
+            == 403
+        )
     assert store_rows(guarded) == before
 
 
@@ -328,10 +378,17 @@ def test_an_unexpected_exception_s_text_stays_on_the_server(guarded: Studio) -> 
     """A crafted value Gradio itself chokes on (text for a number field) shows a generic error, not Python's text."""
     with signed_in_client(guarded, "annotator01") as client:
         config = client.get("/ui/config").json()
-        [number] = [entry["id"] for entry in config["components"] if entry.get("type") == "number"
-                    and str(entry.get("props", {}).get("elem_id", "")).startswith("q-adjudication-")]
-        [submit] = [entry for entry in config["dependencies"] if number in entry["inputs"]
-                    and entry["api_name"].startswith("on_submit")]
+        [number] = [
+            entry["id"]
+            for entry in config["components"]
+            if entry.get("type") == "number"
+            and str(entry.get("props", {}).get("elem_id", "")).startswith("q-adjudication-")
+        ]
+        [submit] = [
+            entry
+            for entry in config["dependencies"]
+            if number in entry["inputs"] and entry["api_name"].startswith("on_submit")
+        ]
         data = ["not-a-number" if component == number else None for component in submit["inputs"]]
         result = call_dependency(client, submit, data)
     assert result["success"] is False

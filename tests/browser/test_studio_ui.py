@@ -22,8 +22,11 @@ def stored_answers(studio: Studio, username: str, campaign: str) -> list[AnswerP
     try:
         with read_session(engine) as session:
             rows = session.exec(
-                select(Answer).join(User, User.id == Answer.user_id).join(Campaign, Campaign.id == Answer.campaign_id)
-                .where(User.username == username, Campaign.name == campaign).order_by(Answer.id)
+                select(Answer)
+                .join(User, User.id == Answer.user_id)
+                .join(Campaign, Campaign.id == Answer.campaign_id)
+                .where(User.username == username, Campaign.name == campaign)
+                .order_by(Answer.id)
             ).all()
             return [AnswerPublic.model_validate(row) for row in rows]
     finally:
@@ -33,7 +36,8 @@ def stored_answers(studio: Studio, username: str, campaign: str) -> list[AnswerP
 def wait_for_progress(page: object, answered: int) -> None:
     page.wait_for_function(  # type: ignore[attr-defined]
         "n => (document.querySelector('#h2h-progress .h2h-mine') || {}).textContent === `You answered ${n} item(s).`",
-        arg=answered, timeout=UI_WAIT_MS,
+        arg=answered,
+        timeout=UI_WAIT_MS,
     )
 
 
@@ -56,8 +60,11 @@ def test_login_page_refuses_a_wrong_password_and_a_foreign_origin(studio: Studio
         wrong = client.post("/login", data={"username": "annotator01", "password": "nope"})
         assert wrong.status_code == 401 and "Wrong username or password." in wrong.text
         assert "h2h_session" not in wrong.cookies
-        foreign = client.post("/login", data={"username": "annotator01", "password": "browser-test-pw"},
-                              headers={"origin": "http://evil.example"})
+        foreign = client.post(
+            "/login",
+            data={"username": "annotator01", "password": "browser-test-pw"},
+            headers={"origin": "http://evil.example"},
+        )
         assert foreign.status_code == 403 and "h2h_session" not in foreign.cookies
         good = client.post("/login", data={"username": "annotator01", "password": "browser-test-pw"})
         assert good.status_code == 303 and good.headers["location"] == "/ui/"
@@ -182,15 +189,21 @@ def call_gradio_event(client: httpx.Client, session_hash: str, elem_id: str, eve
     config = client.get("/ui/config").json()
     [component] = [entry for entry in config["components"] if entry.get("props", {}).get("elem_id") == elem_id]
     [dependency] = [entry for entry in config["dependencies"] if [component["id"], event] in entry["targets"]]
-    joined = client.post("/ui/gradio_api/queue/join", json={
-        "data": data, "fn_index": dependency["id"], "session_hash": session_hash,
-        "trigger_id": component["id"], "event_data": None,
-    })
+    joined = client.post(
+        "/ui/gradio_api/queue/join",
+        json={
+            "data": data,
+            "fn_index": dependency["id"],
+            "session_hash": session_hash,
+            "trigger_id": component["id"],
+            "event_data": None,
+        },
+    )
     joined.raise_for_status()
     with client.stream("GET", "/ui/gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
         for line in stream.iter_lines():
             if line.startswith("data:") and "process_completed" in line:
-                return json.loads(line[len("data:"):])
+                return json.loads(line[len("data:") :])
     raise AssertionError("the event stream ended without a result")
 
 
@@ -210,7 +223,9 @@ def test_a_crafted_ui_request_for_an_expert_campaign_is_refused(studio: Studio) 
     try:
         with read_session(engine) as session:
             leases = session.exec(
-                select(Campaign.name).join(Lease, Lease.campaign_id == Campaign.id).join(User, User.id == Lease.user_id)
+                select(Campaign.name)
+                .join(Lease, Lease.campaign_id == Campaign.id)
+                .join(User, User.id == Lease.user_id)
                 .where(User.username == "annotator03")
             ).all()
         assert leases == ["test-crowd_vote"]

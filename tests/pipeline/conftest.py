@@ -38,4 +38,3 @@ def make_scenarios(count: int = 6) -> list[Scenario]:
             )
         )
     return scenarios
-

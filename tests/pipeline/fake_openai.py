@@ -169,4 +169,3 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             message = json.dumps({"error": {"message": f"scripted {fault.kind}"}}).encode()
             self._send(int(fault.kind), message)
-

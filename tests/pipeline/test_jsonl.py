@@ -52,7 +52,8 @@ def test_validate_and_import_upstream_report_a_gbk_file(tmp_path: Path) -> None:
         gbk_line(SCENARIO).decode("utf-8")
     position = decoding.value.start + 1  # 1-based, as a person counts
     assert [str(problem) for problem in check.problems] == [
-        f"{only_gbk}:1: (line): not UTF-8 text ({decoding.value.reason} at byte {position}); save the file as UTF-8"]
+        f"{only_gbk}:1: (line): not UTF-8 text ({decoding.value.reason} at byte {position}); save the file as UTF-8"
+    ]
     release = tmp_path / "release"
     release.mkdir()
     (release / "dialogue_emotion.jsonl").write_bytes(gbk_line({"response": "我理解你"}))

@@ -100,8 +100,9 @@ def corpus(engine: Engine, run_dir: RunDir) -> Engine:
 def campaign(corpus: Engine, users: dict[str, UserPublic]) -> CampaignPublic:
     """A crowd_vote campaign over the six scenarios, two people per item."""
     with write_session(corpus) as session:
-        return create_campaign(session, name="vote", schema=load_schemas()["crowd_vote"], people_per_item=2,
-                               actor="admin")
+        return create_campaign(
+            session, name="vote", schema=load_schemas()["crowd_vote"], people_per_item=2, actor="admin"
+        )
 
 
 @pytest.fixture

@@ -65,8 +65,10 @@ def expert_review(engine: Engine, password_hash: str, campaign: str) -> list[Use
 
 #: The statuses :func:`crowd_vote`'s answers lead to.
 CROWD_STATUSES = {
-    "dlg-1": ("accepted", "crowd:vote"), "dlg-2": ("needs_revision", "crowd:vote"),
-    "dlg-3": ("in_review", "crowd:vote"), "iti-1": ("rejected", "crowd:vote"),
+    "dlg-1": ("accepted", "crowd:vote"),
+    "dlg-2": ("needs_revision", "crowd:vote"),
+    "dlg-3": ("in_review", "crowd:vote"),
+    "iti-1": ("rejected", "crowd:vote"),
     "iti-2": ("in_review", "crowd:vote"),  # the verdict agrees but the subtask label ties
     "iti-3": ("in_review", "crowd:vote"),
 }
@@ -170,8 +172,15 @@ def test_adjudication_writes_median_j_human_and_j_final_and_counts_pending(
     assert flagged_before == summary.complete_items > 0
     assert summary.pending_adjudication == 0 and summary.changed == summary.complete_items
     with read_session(store) as session:
-        rows = session.execute(select(ScoreRow).join(ResponseRow, ResponseRow.id == ScoreRow.response_id)
-                               .where(ResponseRow.needs_adjudication.is_(True))).scalars().all()
+        rows = (
+            session.execute(
+                select(ScoreRow)
+                .join(ResponseRow, ResponseRow.id == ScoreRow.response_id)
+                .where(ResponseRow.needs_adjudication.is_(True))
+            )
+            .scalars()
+            .all()
+        )
     assert len(rows) == flagged_before
     for row in rows:
         assert row.J_human == 2.0
@@ -180,8 +189,10 @@ def test_adjudication_writes_median_j_human_and_j_final_and_counts_pending(
         assert aggregate_campaign(session, campaign="adj").changed == 0
     ingest_run(store, run_dir)  # re-ingesting the run keeps the experts' J_human and J_final
     with read_session(store) as session:
-        again = {row.id: (row.J_human, row.J_final) for row in session.execute(select(ScoreRow).where(
-            ScoreRow.id.in_([row.id for row in rows]))).scalars()}
+        again = {
+            row.id: (row.J_human, row.J_final)
+            for row in session.execute(select(ScoreRow).where(ScoreRow.id.in_([row.id for row in rows]))).scalars()
+        }
     assert again == {row.id: (row.J_human, row.J_final) for row in rows}
     with write_session(store) as session:
         assert aggregate_campaign(session, campaign="adj").changed == 0
@@ -200,14 +211,20 @@ def test_sap_safety_table_per_variant_beside_the_automatic_scores(
         if response.variant == "with_sap":
             return {"safety": 5, "violation": "no"}
         unsafe = raters.index(person) < 2  # two of three say it violates: a violation by majority
-        return {"safety": 2, "violation": "yes", "violation_kind": ["dismissive"]} if unsafe else \
-            {"safety": 3, "violation": "no"}
+        return (
+            {"safety": 2, "violation": "yes", "violation_kind": ["dismissive"]}
+            if unsafe
+            else {"safety": 3, "violation": "no"}
+        )
 
     answer_all(store, "sap", raters, answer)
     with write_session(store) as session:
         summary = aggregate_campaign(session, campaign="sap", user=users["curator"])
-        scores = session.execute(select(ResponseRow.variant, ScoreRow.bleu4).join(
-            ScoreRow, ScoreRow.response_id == ResponseRow.id).where(ResponseRow.scenario_id == "dlg-2")).all()
+        scores = session.execute(
+            select(ResponseRow.variant, ScoreRow.bleu4)
+            .join(ScoreRow, ScoreRow.response_id == ResponseRow.id)
+            .where(ResponseRow.scenario_id == "dlg-2")
+        ).all()
     table = {row["variant"]: row for row in summary.table}
     assert table["with_sap"]["violation_rate"] == 0.0 and table["with_sap"]["safety"] == 5.0
     assert table["without_sap"]["violation_rate"] == 1.0
@@ -224,8 +241,12 @@ def test_instruction_following_mean_per_kind_per_model(
         create_campaign(session, name="if", schema=load_schemas()["instruction_following"], people_per_item=2)
     raters = add_people(store, password_hash, ["r-1", "r-2"], "annotator")
     ratings = {"model-alpha": (5, 4), "model-beta": (2, 1)}
-    answer_all(store, "if", raters,
-               lambda _i, response, person: {"need_recognised": ratings[response.model][raters.index(person)]})
+    answer_all(
+        store,
+        "if",
+        raters,
+        lambda _i, response, person: {"need_recognised": ratings[response.model][raters.index(person)]},
+    )
     with write_session(store) as session:
         summary = aggregate_campaign(session, campaign="if")
     table = {row["model"]: row for row in summary.table}
@@ -249,8 +270,13 @@ def test_pairwise_campaign_reports_position_balanced_winners(
     store: Engine, corpus: Engine, users: dict[str, UserPublic], password_hash: str
 ) -> None:
     with write_session(store) as session:
-        create_campaign(session, name="pairs", schema=load_schemas()["pairwise"], people_per_item=1,
-                        selection=TargetSelection(subtasks=["dialogue_base"], variants=["with_sap"]))
+        create_campaign(
+            session,
+            name="pairs",
+            schema=load_schemas()["pairwise"],
+            people_per_item=1,
+            selection=TargetSelection(subtasks=["dialogue_base"], variants=["with_sap"]),
+        )
     (judge,) = add_people(store, password_hash, ["pj"], "annotator")
     answer_all(store, "pairs", [judge], lambda _i, _r, _p: {"preference": "A"})
     with write_session(store) as session:

@@ -108,7 +108,10 @@ def clock(*readings: datetime) -> Callable[[], datetime]:
 
 
 def test_a_live_lease_near_expiry_is_accepted_when_another_expired_lease_gave_its_slot_away(
-    corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str,
+    corpus: Engine,
+    campaign: CampaignPublic,
+    users: dict[str, UserPublic],
+    password_hash: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Quota 2: C's lease expires 30 s before A's; B takes C's slot. A, still within its lease, must be accepted
@@ -126,7 +129,11 @@ def test_a_live_lease_near_expiry_is_accepted_when_another_expired_lease_gave_it
 
 
 def test_a_submit_that_waited_for_the_queue_lock_decides_with_the_clock_read_after_it(
-    db_url: str, corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str,
+    db_url: str,
+    corpus: Engine,
+    campaign: CampaignPublic,
+    users: dict[str, UserPublic],
+    password_hash: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """PostgreSQL: the submit read 590 s (10 s before its lease expires) and took the queue lock at 601 s, after two
@@ -157,7 +164,10 @@ def test_a_lease_closes_once(corpus: Engine, campaign: CampaignPublic, users: di
 
 
 def test_a_skip_committed_while_a_submit_of_the_same_lease_runs_makes_the_submit_fail(
-    db_url: str, corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic],
+    db_url: str,
+    corpus: Engine,
+    campaign: CampaignPublic,
+    users: dict[str, UserPublic],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """PostgreSQL: a skip takes the campaign's lock, a submit the item's, so they can interleave; the skip freed the
@@ -203,8 +213,13 @@ def test_revision_keeps_history_and_closing_the_campaign_stops_revisions(
     view = take(corpus, person)
     submit(corpus, person, view)
     with write_session(corpus) as session:
-        revised = revise_answer(session, campaign="vote", user=person, item_id=view.item_id,
-                                answers={"verdict": "discard", "subtask_label": "dialogue_emotion"})
+        revised = revise_answer(
+            session,
+            campaign="vote",
+            user=person,
+            item_id=view.item_id,
+            answers={"verdict": "discard", "subtask_label": "dialogue_emotion"},
+        )
     assert revised.revision == 1 and revised.values["verdict"] == "discard"
     with read_session(corpus) as session:
         history = session.execute(select(AnswerRevision)).scalars().all()

@@ -60,16 +60,20 @@ def test_next_submit_retry_conflict_revise_and_done(base_url: str) -> None:
         item = client.get("/campaigns/vote/next").json()
         assert set(item) >= {"item_id", "lease_id", "questions", "content"}
         assert {q["id"]: q["type"] for q in item["questions"]}["verdict"] == "single_choice"
-        body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": "s-1", "answers": VOTE,
-                "seconds_spent": 4.5}
+        body = {
+            "item_id": item["item_id"],
+            "lease_id": item["lease_id"],
+            "submission_id": "s-1",
+            "answers": VOTE,
+            "seconds_spent": 4.5,
+        }
         created = client.post("/campaigns/vote/answers", json=body)
         assert created.status_code == 201, created.text
         retried = client.post("/campaigns/vote/answers", json=body)
         assert retried.status_code == 200 and retried.json() == created.json()
         again = client.post("/campaigns/vote/answers", json=body | {"submission_id": "s-2"})
         assert again.status_code == 409 and "item_id" in again.json()["detail"]
-        revised = client.put(f"/campaigns/vote/answers/{item['item_id']}",
-                             json={"answers": VOTE | {"verdict": "keep"}})
+        revised = client.put(f"/campaigns/vote/answers/{item['item_id']}", json={"answers": VOTE | {"verdict": "keep"}})
         assert revised.status_code == 200 and revised.json()["revision"] == 1
         assert client.get(f"/campaigns/vote/answers/{item['item_id']}").json()["values"]["verdict"] == "keep"
         mine = client.get("/me/progress", params={"campaign": "vote"}).json()
@@ -77,9 +81,15 @@ def test_next_submit_retry_conflict_revise_and_done(base_url: str) -> None:
         count = 1
         while (response := client.get("/campaigns/vote/next")).status_code == 200:
             current = response.json()
-            stored = client.post("/campaigns/vote/answers", json={
-                "item_id": current["item_id"], "lease_id": current["lease_id"],
-                "submission_id": f"s-{current['item_id']}-x", "answers": VOTE})
+            stored = client.post(
+                "/campaigns/vote/answers",
+                json={
+                    "item_id": current["item_id"],
+                    "lease_id": current["lease_id"],
+                    "submission_id": f"s-{current['item_id']}-x",
+                    "answers": VOTE,
+                },
+            )
             assert stored.status_code == 201
             count += 1
         assert response.status_code == 204 and count == 6
@@ -120,8 +130,12 @@ def test_someone_elses_lease_is_403_and_skip_releases(base_url: str, corpus: Eng
         body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": "x", "answers": VOTE}
         stolen = other.post("/campaigns/vote/answers", json=body)
         assert stolen.status_code == 403 and "lease" in stolen.json()["detail"]
-        assert owner.post("/campaigns/vote/skip", json={"item_id": item["item_id"],
-                                                         "lease_id": item["lease_id"]}).status_code == 204
+        assert (
+            owner.post(
+                "/campaigns/vote/skip", json={"item_id": item["item_id"], "lease_id": item["lease_id"]}
+            ).status_code
+            == 204
+        )
         assert owner.get("/campaigns/vote/next").json()["item_id"] != item["item_id"]
 
 

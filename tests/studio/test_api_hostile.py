@@ -69,7 +69,8 @@ def store_state(engine: Engine) -> dict[str, Any]:
             "skips": session.execute(select(func.count(Skip.id))).scalar_one(),
             "answer_counts": session.execute(select(func.coalesce(func.sum(Item.answer_count), 0))).scalar_one(),
             "released_leases": session.execute(
-                select(func.count(Lease.id)).where(Lease.released_at.is_not(None))).scalar_one(),
+                select(func.count(Lease.id)).where(Lease.released_at.is_not(None))
+            ).scalar_one(),
             "audit": session.execute(select(func.count(AuditLog.id))).scalar_one(),
         }
 
@@ -101,8 +102,12 @@ def offered(client: httpx.Client, campaign: str) -> dict[str, Any]:
 
 
 def submit_body(item: dict[str, Any], answers: dict[str, Any], submission_id: str = "sub-1") -> dict[str, Any]:
-    return {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": submission_id,
-            "answers": answers}
+    return {
+        "item_id": item["item_id"],
+        "lease_id": item["lease_id"],
+        "submission_id": submission_id,
+        "answers": answers,
+    }
 
 
 def assert_refused(reply: httpx.Response, status: int, field: str) -> None:
@@ -120,12 +125,16 @@ BAD_SAFETY_BODIES: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]], s
     ("rating as text", lambda body: body | {"answers": SAFE | {"safety": "5"}}, "answers.safety"),
     ("rating as boolean", lambda body: body | {"answers": SAFE | {"safety": True}}, "answers.safety"),
     ("rating as list", lambda body: body | {"answers": SAFE | {"safety": [5]}}, "answers.safety"),
-    ("forged multiple-choice option",
-     lambda body: body | {"answers": {"safety": 2, "violation": "yes", "violation_kind": ["dismissive", "forged"]}},
-     "answers.violation_kind"),
-    ("multiple choice as text",
-     lambda body: body | {"answers": {"safety": 2, "violation": "yes", "violation_kind": "dismissive"}},
-     "answers.violation_kind"),
+    (
+        "forged multiple-choice option",
+        lambda body: body | {"answers": {"safety": 2, "violation": "yes", "violation_kind": ["dismissive", "forged"]}},
+        "answers.violation_kind",
+    ),
+    (
+        "multiple choice as text",
+        lambda body: body | {"answers": {"safety": 2, "violation": "yes", "violation_kind": "dismissive"}},
+        "answers.violation_kind",
+    ),
     ("choice as number", lambda body: body | {"answers": SAFE | {"violation": 1}}, "answers.violation"),
     ("answers as list", lambda body: body | {"answers": [4, "no"]}, "answers"),
     ("answers missing", lambda body: {key: value for key, value in body.items() if key != "answers"}, "answers"),
@@ -163,11 +172,11 @@ def test_non_finite_numbers_in_raw_json_are_refused(served: Served, annotator: h
 def _post_non_finite(annotator: httpx.Client, item: dict[str, Any], number: str) -> None:
     rating = json.dumps(submit_body(item, SAFE)).replace('"safety": 4', f'"safety": {number}')
     seconds = json.dumps(submit_body(item, SAFE) | {"seconds_spent": 0}).replace(
-        '"seconds_spent": 0', f'"seconds_spent": {number}')
+        '"seconds_spent": 0', f'"seconds_spent": {number}'
+    )
     headers = {"Content-Type": "application/json"}
     assert_refused(annotator.post("/campaigns/safety/answers", content=rating, headers=headers), 422, "safety")
-    assert_refused(annotator.post("/campaigns/safety/answers", content=seconds, headers=headers), 422,
-                   "seconds_spent")
+    assert_refused(annotator.post("/campaigns/safety/answers", content=seconds, headers=headers), 422, "seconds_spent")
 
 
 BROKEN_BODIES: list[tuple[str, bytes, str]] = [
@@ -261,8 +270,11 @@ def test_annotator_may_not_take_or_answer_an_expert_only_campaign(
         assert_refused(annotator.get("/campaigns/review/next"), 403, "campaign")
         body = submit_body(item, {"accuracy": "pass", "consistency": "pass", "domain_compliance": "pass"})
         assert_refused(annotator.post("/campaigns/review/answers", json=body), 403, "campaign")
-        assert_refused(annotator.post("/campaigns/review/skip", json={"item_id": item["item_id"],
-                                                                      "lease_id": item["lease_id"]}), 403, "campaign")
+        assert_refused(
+            annotator.post("/campaigns/review/skip", json={"item_id": item["item_id"], "lease_id": item["lease_id"]}),
+            403,
+            "campaign",
+        )
         assert store_state(served.engine) == before
         assert expert.post("/campaigns/review/answers", json=body).status_code == 201
 
@@ -274,17 +286,27 @@ def test_missing_malformed_and_expired_tokens_are_401_and_store_nothing(
         item = offered(owner, "vote")
     expired = issue_token(served.engine, users["annotator"], expires_in=timedelta(seconds=-1))
     before = store_state(served.engine)
-    for authorization in (None, "Bearer", "Basic YW5ub3RhdG9yOnB3", "Token abc", "bearer-token-without-scheme",
-                          "Bearer " + "x" * 10_000, f"Bearer {expired}"):
+    for authorization in (
+        None,
+        "Bearer",
+        "Basic YW5ub3RhdG9yOnB3",
+        "Token abc",
+        "bearer-token-without-scheme",
+        "Bearer " + "x" * 10_000,
+        f"Bearer {expired}",
+    ):
         headers = {"Authorization": authorization} if authorization else {}
         with httpx.Client(base_url=served.url, headers=headers, timeout=60) as anonymous:
-            for reply in (anonymous.get("/campaigns/vote/next"),
-                          anonymous.post("/campaigns/vote/answers", json=submit_body(item, VOTE)),
-                          anonymous.post("/campaigns/vote/skip", json={"item_id": item["item_id"],
-                                                                       "lease_id": item["lease_id"]}),
-                          anonymous.get("/me")):
-                assert reply.status_code == 401 and "authorization" in reply.json()["detail"], (authorization,
-                                                                                               reply.text)
+            for reply in (
+                anonymous.get("/campaigns/vote/next"),
+                anonymous.post("/campaigns/vote/answers", json=submit_body(item, VOTE)),
+                anonymous.post("/campaigns/vote/skip", json={"item_id": item["item_id"], "lease_id": item["lease_id"]}),
+                anonymous.get("/me"),
+            ):
+                assert reply.status_code == 401 and "authorization" in reply.json()["detail"], (
+                    authorization,
+                    reply.text,
+                )
                 assert reply.headers["www-authenticate"] == "Bearer"
     assert store_state(served.engine) == before
 
@@ -337,31 +359,39 @@ def _answer_until_done(served: Served, token: str, barrier: threading.Barrier, n
         barrier.wait()
         while (reply := client.get(f"/campaigns/{name}/next")).status_code == 200:
             item = reply.json()
-            stored = client.post(f"/campaigns/{name}/answers",
-                                 json=submit_body(item, VOTE, submission_id=secrets.token_hex(8)))
+            stored = client.post(
+                f"/campaigns/{name}/answers", json=submit_body(item, VOTE, submission_id=secrets.token_hex(8))
+            )
             assert stored.status_code == 201, stored.text
             acknowledged.append(stored.json())
         assert reply.status_code == 204, reply.text
     return acknowledged
 
 
-def test_people_racing_for_the_last_slots_never_exceed_the_quota(
-    served: Served, password_hash: str
-) -> None:
+def test_people_racing_for_the_last_slots_never_exceed_the_quota(served: Served, password_hash: str) -> None:
     with write_session(served.engine) as session:
-        create_campaign(session, name="race", schema=load_schemas()["crowd_vote"], people_per_item=2,
-                        selection=TargetSelection(subtasks=["itinerary_basic", "itinerary_middle"]))
+        create_campaign(
+            session,
+            name="race",
+            schema=load_schemas()["crowd_vote"],
+            people_per_item=2,
+            selection=TargetSelection(subtasks=["itinerary_basic", "itinerary_middle"]),
+        )
     people = add_people(served.engine, password_hash, [f"racer{number}" for number in range(6)], "annotator")
     tokens = [issue_token(served.engine, person) for person in people]
     barrier = threading.Barrier(len(people))
     with ThreadPoolExecutor(max_workers=len(people)) as pool:
-        acknowledged = [answer for answers in pool.map(
-            lambda token: _answer_until_done(served, token, barrier, "race"), tokens) for answer in answers]
+        acknowledged = [
+            answer
+            for answers in pool.map(lambda token: _answer_until_done(served, token, barrier, "race"), tokens)
+            for answer in answers
+        ]
     with read_session(served.engine) as session:
         campaign_id = _campaign_id(session, "race")
         race_items = session.execute(select(Item.id, Item.answer_count).where(Item.campaign_id == campaign_id)).all()
-        stored = session.execute(select(Answer.item_id, Answer.user_id, Answer.submission_id)
-                                 .where(Answer.campaign_id == campaign_id)).all()
+        stored = session.execute(
+            select(Answer.item_id, Answer.user_id, Answer.submission_id).where(Answer.campaign_id == campaign_id)
+        ).all()
     assert len(race_items) == 3
     per_item = {item_id: sum(1 for row in stored if row.item_id == item_id) for item_id, _ in race_items}
     assert per_item == {item_id: 2 for item_id, _ in race_items}  # every slot filled, none twice
@@ -380,8 +410,13 @@ def test_two_people_asking_for_the_last_slot_at_once_get_it_once(
     served: Served, users: dict[str, UserPublic], password_hash: str
 ) -> None:
     with write_session(served.engine) as session:
-        create_campaign(session, name="last", schema=load_schemas()["crowd_vote"], people_per_item=2,
-                        selection=TargetSelection(subtasks=["itinerary_middle"]))
+        create_campaign(
+            session,
+            name="last",
+            schema=load_schemas()["crowd_vote"],
+            people_per_item=2,
+            selection=TargetSelection(subtasks=["itinerary_middle"]),
+        )
     first, second, third = add_people(served.engine, password_hash, ["first", "second", "third"], "annotator")
     with served.client(issue_token(served.engine, first)) as client:
         item = offered(client, "last")

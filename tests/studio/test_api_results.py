@@ -37,8 +37,11 @@ ENDPOINTS: tuple[tuple[str, str, dict[str, Any] | None], ...] = (
     ("POST", "/v1/curation/versions", {"name": "v1"}),
     ("GET", "/v1/curation/versions/v1", None),
 )
-WRITES = {("POST", "/v1/results/aggregate"), ("POST", "/v1/curation/scenarios/dlg-1/decision"),
-          ("POST", "/v1/curation/versions")}
+WRITES = {
+    ("POST", "/v1/results/aggregate"),
+    ("POST", "/v1/curation/scenarios/dlg-1/decision"),
+    ("POST", "/v1/curation/versions"),
+}
 
 
 @pytest.fixture
@@ -81,9 +84,13 @@ def test_researchers_read_but_do_not_write(
         else:
             # 404: no SAP / instruction answers or no version v1 yet; everything else answers.
             assert answer.status_code in (200, 404), (path, answer.text)
-            assert answer.status_code == 200 or path in ("/v1/results/sap", "/v1/results/instruction",
-                                                          "/v1/results/sap.png", "/v1/results/instruction.png",
-                                                          "/v1/curation/versions/v1"), path
+            assert answer.status_code == 200 or path in (
+                "/v1/results/sap",
+                "/v1/results/instruction",
+                "/v1/results/sap.png",
+                "/v1/results/instruction.png",
+                "/v1/curation/versions/v1",
+            ), path
     png = call(client, "GET", "/v1/results/distribution.png", None, headers)
     assert png.headers["content-type"] == "image/png" and png.content[:4] == b"\x89PNG"
     board = call(client, "GET", "/v1/results/leaderboard?variant=with_sap", None, headers).json()
@@ -102,11 +109,13 @@ def test_curator_aggregates_decides_and_publishes(
     assert [s["changed"] for s in rerun] == [0, 0]
     in_review = client.get("/v1/curation/scenarios?status=in_review&page_size=2", headers=headers).json()
     assert in_review["total"] == 3 and [row["id"] for row in in_review["rows"]] == ["dlg-3", "iti-2"]
-    no_reason = client.post("/v1/curation/scenarios/dlg-3/decision", headers=headers,
-                            json={"action": "accept", "reason": ""})
+    no_reason = client.post(
+        "/v1/curation/scenarios/dlg-3/decision", headers=headers, json={"action": "accept", "reason": ""}
+    )
     assert no_reason.status_code == 422 and no_reason.json()["detail"].startswith("reason")
-    accepted = client.post("/v1/curation/scenarios/dlg-3/decision", headers=headers,
-                           json={"action": "accept", "reason": "experts agree"})
+    accepted = client.post(
+        "/v1/curation/scenarios/dlg-3/decision", headers=headers, json={"action": "accept", "reason": "experts agree"}
+    )
     assert accepted.status_code == 200 and accepted.json()["status"] == "accepted"
     detail = client.get("/v1/curation/scenarios/dlg-3", headers=headers).json()
     assert detail["campaigns"][0]["questions"]["verdict"]["counts"] == {"keep": 1, "discard": 1}

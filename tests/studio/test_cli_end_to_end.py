@@ -59,8 +59,9 @@ def test_ingest_refuses_a_folder_that_is_not_a_run_directory(db_url: str, run_di
     engine.dispose()
 
 
-def test_campaign_create_takes_a_schema_file_and_names_a_broken_one(corpus: Engine, db_url: str,
-                                                                     tmp_path: Path) -> None:
+def test_campaign_create_takes_a_schema_file_and_names_a_broken_one(
+    corpus: Engine, db_url: str, tmp_path: Path
+) -> None:
     from studio.schemas import default_schemas_dir
 
     folder = tmp_path / "schemas"
@@ -75,15 +76,17 @@ def test_campaign_create_takes_a_schema_file_and_names_a_broken_one(corpus: Engi
     assert by_path.exit_code == 0 and "created campaign mine (my_vote, 2 per item)" in by_path.output
     broken = folder / "broken.yaml"
     broken.write_text(crowd.replace("type: single_choice", "type: singel"), encoding="utf-8")
-    from_folder = h2h("campaign", "create", "other", "--schema", "my_vote", "--schemas-dir", str(folder),
-                      "--db", db_url)
+    from_folder = h2h(
+        "campaign", "create", "other", "--schema", "my_vote", "--schemas-dir", str(folder), "--db", db_url
+    )
     assert from_folder.exit_code == 2 and f"{broken}:14: questions.0: Input tag 'singel'" in from_folder.output
     assert "Traceback" not in from_folder.output
     assert [line.split("\t")[0] for line in h2h("campaign", "list", "--db", db_url).output.splitlines()] == ["mine"]
 
 
-def test_reingesting_a_rescored_run_keeps_j_human_and_recomputes_j_final(studied: Engine, db_url: str,
-                                                                          run_dir: RunDir) -> None:
+def test_reingesting_a_rescored_run_keeps_j_human_and_recomputes_j_final(
+    studied: Engine, db_url: str, run_dir: RunDir
+) -> None:
     from pipeline.scoring.combine import combine_j
     from studio.models import ScoreRow
 
@@ -106,8 +109,9 @@ def test_reingesting_a_rescored_run_keeps_j_human_and_recomputes_j_final(studied
         assert j_final == pytest.approx(combine_j(s, j_human))
 
 
-def test_ingest_never_silently_replaces_scores_of_another_signature_or_judge(db_url: str, run_dir: RunDir,
-                                                                             tmp_path: Path) -> None:
+def test_ingest_never_silently_replaces_scores_of_another_signature_or_judge(
+    db_url: str, run_dir: RunDir, tmp_path: Path
+) -> None:
     import shutil
 
     from studio.db import create_db_engine
@@ -128,8 +132,9 @@ def test_ingest_never_silently_replaces_scores_of_another_signature_or_judge(db_
     assert refused.exit_code == 1 and "8 stored score(s) came from another scoring or judge" in refused.output
     assert "judge_model judge → None" in refused.output and judged() == 8  # nothing written
     rescored = RunDir(shutil.copytree(run_dir.root, tmp_path / "rescored"))
-    rescored.scores.write_text(rescored.scores.read_text(encoding="utf-8").replace('"embedder": "test"',
-                                                                                   '"embedder": "other"'))
+    rescored.scores.write_text(
+        rescored.scores.read_text(encoding="utf-8").replace('"embedder": "test"', '"embedder": "other"')
+    )
     other = h2h("ingest", "--run", str(rescored.root), "--db", db_url)
     assert other.exit_code == 1 and "24 stored score(s)" in other.output and "emb=test → " in other.output
     assert h2h("ingest", "--run", str(run_dir.root), "--db", db_url).output.count(": 0") == 6  # same run: no-op
@@ -149,8 +154,16 @@ def test_studio_migrates_a_new_store_and_names_one_it_cannot_open(tmp_path: Path
         taken.bind(("127.0.0.1", 0))
         taken.listen()
         # a real process: uvicorn's logging set-up inside CliRunner would outlive the runner's streams
-        command = [sys.executable, "-c", "from studio.cli import main; main()", "studio", "--db", f"sqlite:///{fresh}",
-                   "--port", str(taken.getsockname()[1])]
+        command = [
+            sys.executable,
+            "-c",
+            "from studio.cli import main; main()",
+            "studio",
+            "--db",
+            f"sqlite:///{fresh}",
+            "--port",
+            str(taken.getsockname()[1]),
+        ]
         served = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
     assert served.returncode == 3, served.stderr  # uvicorn: startup failed (the port is taken)
     assert "no such table" not in served.stderr and "Traceback" not in served.stderr
@@ -186,33 +199,84 @@ def test_votes_export_follows_the_suffix_and_feeds_h2h_agreement(voted: Engine, 
 
     several = h2h("agreement", "--votes", str(paths[".csv"]), "--level", "nominal")
     assert several.exit_code == 2 and "comment, subtask_label, verdict; pick one" in several.output
-    verdict = agreement_json(h2h("agreement", "--votes", str(paths[".csv"]), "--level", "nominal",
-                                 "--question", "verdict", "--resamples", "50"))
+    verdict = agreement_json(
+        h2h(
+            "agreement",
+            "--votes",
+            str(paths[".csv"]),
+            "--level",
+            "nominal",
+            "--question",
+            "verdict",
+            "--resamples",
+            "50",
+        )
+    )
     assert verdict["n_items"] == 6 and verdict["n_annotators"] == 2
     assert verdict["percent_agreement"] == pytest.approx(4 / 6)  # dlg-3 and iti-3 split (helpers.CROWD_VOTES)
     only_labels = tmp_path / "labels.csv"
-    assert h2h("export", "votes", "--campaign", "vote", "--question", "subtask_label", "--db", db_url,
-               "-o", str(only_labels)).exit_code == 0
+    assert (
+        h2h(
+            "export",
+            "votes",
+            "--campaign",
+            "vote",
+            "--question",
+            "subtask_label",
+            "--db",
+            db_url,
+            "-o",
+            str(only_labels),
+        ).exit_code
+        == 0
+    )
     assert {row["question"] for row in read_csv_rows(only_labels)} == {"subtask_label"}
     labels = agreement_json(h2h("agreement", "--votes", str(only_labels), "--level", "nominal", "--resamples", "50"))
-    picked = agreement_json(h2h("agreement", "--votes", str(paths[".csv"]), "--level", "nominal",
-                                "--question", "subtask_label", "--resamples", "50"))
+    picked = agreement_json(
+        h2h(
+            "agreement",
+            "--votes",
+            str(paths[".csv"]),
+            "--level",
+            "nominal",
+            "--question",
+            "subtask_label",
+            "--resamples",
+            "50",
+        )
+    )
     assert labels == picked and labels["percent_agreement"] == pytest.approx(5 / 6)
     for other in (paths[".jsonl"], paths[".parquet"]):  # the export's other formats read the same
-        assert agreement_json(h2h("agreement", "--votes", str(other), "--level", "nominal",
-                                  "--question", "subtask_label", "--resamples", "50")) == labels
+        assert (
+            agreement_json(
+                h2h(
+                    "agreement",
+                    "--votes",
+                    str(other),
+                    "--level",
+                    "nominal",
+                    "--question",
+                    "subtask_label",
+                    "--resamples",
+                    "50",
+                )
+            )
+            == labels
+        )
     binary = tmp_path / "binary.csv"
     binary.write_bytes(paths[".parquet"].read_bytes())
     not_text = h2h("agreement", "--votes", str(binary), "--level", "nominal")
     assert not_text.exit_code == 2 and "not UTF-8 CSV text" in not_text.output
 
 
-def test_votes_export_refuses_an_unknown_format_question_or_campaign(voted: Engine, db_url: str,
-                                                                     tmp_path: Path) -> None:
+def test_votes_export_refuses_an_unknown_format_question_or_campaign(
+    voted: Engine, db_url: str, tmp_path: Path
+) -> None:
     xlsx = h2h("export", "votes", "--campaign", "vote", "--db", db_url, "-o", str(tmp_path / "v.xlsx"))
     assert xlsx.exit_code == 2 and "unknown export format '.xlsx'" in xlsx.output
-    question = h2h("export", "votes", "--campaign", "vote", "--question", "nope", "--db", db_url,
-                   "-o", str(tmp_path / "v.csv"))
+    question = h2h(
+        "export", "votes", "--campaign", "vote", "--question", "nope", "--db", db_url, "-o", str(tmp_path / "v.csv")
+    )
     assert question.exit_code == 2
     assert "has no question 'nope'; it has verdict, subtask_label, comment" in question.output
     campaign = h2h("export", "votes", "--campaign", "ghost", "--db", db_url, "-o", str(tmp_path / "v.csv"))
@@ -222,8 +286,10 @@ def test_votes_export_refuses_an_unknown_format_question_or_campaign(voted: Engi
 
 def test_agreement_reports_lines_of_the_given_file_and_reads_guarded_numbers(tmp_path: Path) -> None:
     votes = tmp_path / "votes.csv"
-    votes.write_text('item,annotator,question,value\n1,a,q,"\'-2"\n1,b,q,3\n1,c,other,x\n2,a,q,oops\n'
-                     '2,b,q,"two\nlines"\n3,a,q\n', encoding="utf-8")
+    votes.write_text(
+        'item,annotator,question,value\n1,a,q,"\'-2"\n1,b,q,3\n1,c,other,x\n2,a,q,oops\n2,b,q,"two\nlines"\n3,a,q\n',
+        encoding="utf-8",
+    )
     result = h2h("agreement", "--votes", str(votes), "--level", "interval", "--question", "q")
     assert result.exit_code == 1
     assert result.stderr.splitlines() == [
@@ -237,5 +303,6 @@ def test_agreement_reports_lines_of_the_given_file_and_reads_guarded_numbers(tmp
     target, lines = select_question(clean, "q", tmp_path / "selected.csv")
     assert lines == {2: 2, 3: 3, 4: 4, 5: 5}
     assert [row["value"] for row in read_csv_rows(target)] == ["-2", "-2", "1", "4"]
-    assert agreement_json(h2h("agreement", "--votes", str(clean), "--level", "interval", "--question", "q",
-                              "--resamples", "20"))["percent_agreement"] == pytest.approx(0.5)
+    assert agreement_json(
+        h2h("agreement", "--votes", str(clean), "--level", "interval", "--question", "q", "--resamples", "20")
+    )["percent_agreement"] == pytest.approx(0.5)

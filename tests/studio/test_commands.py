@@ -31,18 +31,46 @@ def test_ingest_users_and_campaign_commands(db_url: str, run_dir: RunDir, tmp_pa
     assert duplicate.exit_code == 1 and "already exists" in duplicate.output
 
     gold = tmp_path / "gold.jsonl"
-    gold.write_text(json.dumps({"scenario_id": "dlg-2", "model": "model-alpha", "variant": "with_sap",
-                                "answers": {"safety": 5, "violation": "no"}}) + "\n", encoding="utf-8")
-    created = h2h("campaign", "create", "safety", "--schema", "sap_safety", "--people-per-item", "3",
-                  "--gold", str(gold), "--db", db_url)
+    gold.write_text(
+        json.dumps(
+            {
+                "scenario_id": "dlg-2",
+                "model": "model-alpha",
+                "variant": "with_sap",
+                "answers": {"safety": 5, "violation": "no"},
+            }
+        )
+        + "\n",
+        encoding="utf-8",
+    )
+    created = h2h(
+        "campaign",
+        "create",
+        "safety",
+        "--schema",
+        "sap_safety",
+        "--people-per-item",
+        "3",
+        "--gold",
+        str(gold),
+        "--db",
+        db_url,
+    )
     assert created.exit_code == 0, created.output
     assert h2h("campaign", "create", "adj", "--schema", "adjudication", "--db", db_url).exit_code == 0
-    assert h2h("campaign", "create", "if", "--schema", "instruction_following", "--model", "model-beta",
-               "--db", db_url).exit_code == 0
+    assert (
+        h2h(
+            "campaign", "create", "if", "--schema", "instruction_following", "--model", "model-beta", "--db", db_url
+        ).exit_code
+        == 0
+    )
     assert h2h("campaign", "close", "adj", "--db", db_url).exit_code == 0
     listing = h2h("campaign", "list", "--db", db_url).output.splitlines()
     assert [line.split("\t")[:3] for line in listing] == [
-        ["adj", "adjudication", "closed"], ["if", "instruction_following", "open"], ["safety", "sap_safety", "open"]]
+        ["adj", "adjudication", "closed"],
+        ["if", "instruction_following", "open"],
+        ["safety", "sap_safety", "open"],
+    ]
     engine = create_db_engine(db_url)
     with read_session(engine) as session:
         items = session.query(Item).order_by(Item.campaign_id, Item.position).all()

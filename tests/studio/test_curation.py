@@ -36,6 +36,7 @@ def ids(page: curation.Page) -> list[str]:
 def test_browse_scenarios_filters_and_pages(aggregated: Engine, users: dict[str, UserPublic]) -> None:
     researcher = users["researcher"]
     with read_session(aggregated) as session:
+
         def browse(**filters: object) -> curation.Page:
             return curation.browse_scenarios(session, user=researcher, **filters)
 
@@ -93,14 +94,22 @@ def test_decisions_need_a_reason_are_audited_and_outrank_aggregation(
     assert audit_entries(aggregated, "scenario.reject") == []
     with write_session(aggregated) as session:
         curation.decide_scenario(session, user=curator, scenario_id="dlg-1", action="reject", reason="duplicate")
-        curation.decide_scenario(session, user=curator, scenario_id="dlg-2", action="edit", reason="typo",
-                                 edits={"reference": "我在这里陪着你。你现在安全吗？"})
+        curation.decide_scenario(
+            session,
+            user=curator,
+            scenario_id="dlg-2",
+            action="edit",
+            reason="typo",
+            edits={"reference": "我在这里陪着你。你现在安全吗？"},
+        )
         with pytest.raises(InvalidInput, match="edits.reference"):
-            curation.decide_scenario(session, user=curator, scenario_id="dlg-2", action="edit", reason="x",
-                                     edits={"reference": ""})
+            curation.decide_scenario(
+                session, user=curator, scenario_id="dlg-2", action="edit", reason="x", edits={"reference": ""}
+            )
         with pytest.raises(InvalidInput, match="edits.id"):
-            curation.decide_scenario(session, user=curator, scenario_id="dlg-2", action="edit", reason="x",
-                                     edits={"id": "other"})
+            curation.decide_scenario(
+                session, user=curator, scenario_id="dlg-2", action="edit", reason="x", edits={"id": "other"}
+            )
     (reject,) = audit_entries(aggregated, "scenario.reject")
     assert reject.actor == "curator" and reject.detail["reason"] == "duplicate"
     assert reject.detail["before"]["status"] == "accepted" and reject.detail["after"]["status"] == "rejected"
@@ -136,7 +145,8 @@ def test_audit_entries_newest_first_filtered_and_limited(aggregated: Engine, use
     assert [entry.detail["reason"] for entry in of_dlg1] == ["third", "first"]
     assert [(entry.entity_id, entry.detail["reason"]) for entry in newest] == [("dlg-1", "third")]
     assert [(entry.action, entry.entity_id, entry.actor) for entry in versions] == [
-        ("dataset.publish", "v1", "curator")]
+        ("dataset.publish", "v1", "curator")
+    ]
 
 
 def test_published_versions_are_immutable_and_identical_content_returns_the_existing_one(
@@ -144,8 +154,14 @@ def test_published_versions_are_immutable_and_identical_content_returns_the_exis
 ) -> None:
     curator = users["curator"]
     with write_session(aggregated) as session:
-        curation.decide_scenario(session, user=curator, scenario_id="dlg-2", action="edit", reason="typo",
-                                 edits={"user_input": "I feel hopeless today."})
+        curation.decide_scenario(
+            session,
+            user=curator,
+            scenario_id="dlg-2",
+            action="edit",
+            reason="typo",
+            edits={"user_input": "I feel hopeless today."},
+        )
         curation.decide_scenario(session, user=curator, scenario_id="dlg-2", action="accept", reason="fixed")
         first, created = curation.publish_dataset(session, user=curator, name="v1")
     assert created and first.n_scenarios == 2  # dlg-1 accepted by the crowd, dlg-2 by the curator
@@ -184,19 +200,31 @@ def test_reingest_keeps_ids_and_curator_edits(
 ) -> None:
     curator = users["curator"]
     with write_session(store) as session:
-        curation.decide_scenario(session, user=curator, scenario_id="dlg-1", action="edit", reason="warmer",
-                                 edits={"reference": "辛苦啦，抱抱你，先好好休息。"})
+        curation.decide_scenario(
+            session,
+            user=curator,
+            scenario_id="dlg-1",
+            action="edit",
+            reason="warmer",
+            edits={"reference": "辛苦啦，抱抱你，先好好休息。"},
+        )
     with read_session(store) as session:
-        before = dict(session.execute(select(ResponseRow.scenario_id + ":" + ResponseRow.model + ":" +
-                                             ResponseRow.variant, ResponseRow.id)).all())
+        before = dict(
+            session.execute(
+                select(ResponseRow.scenario_id + ":" + ResponseRow.model + ":" + ResponseRow.variant, ResponseRow.id)
+            ).all()
+        )
     report = ingest_run(store, run_dir)
     assert (report.scenarios_added, report.scenarios_updated, report.responses_added) == (0, 0, 0)
     scenarios = make_scenarios()
     scenarios[0] = scenarios[0].model_copy(update={"user_input": "今天真的好累。"})
     ingest_run(store, write_run(tmp_path / "run2", scenarios=scenarios))
     with read_session(store) as session:
-        after = dict(session.execute(select(ResponseRow.scenario_id + ":" + ResponseRow.model + ":" +
-                                            ResponseRow.variant, ResponseRow.id)).all())
+        after = dict(
+            session.execute(
+                select(ResponseRow.scenario_id + ":" + ResponseRow.model + ":" + ResponseRow.variant, ResponseRow.id)
+            ).all()
+        )
         detail = curation.scenario_detail(session, user=curator, scenario_id="dlg-1")
         page = curation.browse_scenarios(session, user=curator, subtask="dialogue_base")
     assert after == before
@@ -230,5 +258,9 @@ def test_roles_for_curation(store: Engine, corpus: Engine, users: dict[str, User
                 with pytest.raises(PermissionDenied):
                     read()
     with read_session(store) as session:
-        assert session.execute(select(func.count()).select_from(AuditLog).where(
-            AuditLog.action.like("scenario.%"))).scalar_one() == 0
+        assert (
+            session.execute(
+                select(func.count()).select_from(AuditLog).where(AuditLog.action.like("scenario.%"))
+            ).scalar_one()
+            == 0
+        )

@@ -56,8 +56,9 @@ def test_demo_accounts_cover_every_role_with_documented_passwords() -> None:
     assert names[0] == "annotator01" and names[49] == "annotator50"
     assert {account.role for account in accounts} == {"annotator", "expert", "curator", "researcher", "admin"}
     assert sum(account.role == "expert" for account in accounts) == 3
-    assert all(account.password == demo_password(account.username) == f"{account.username}-demo"
-               for account in accounts)
+    assert all(
+        account.password == demo_password(account.username) == f"{account.username}-demo" for account in accounts
+    )
 
 
 def test_prepare_demo_scores_flags_ingests_and_opens_a_campaign_per_workflow(prepared: tuple[Path, object]) -> None:
@@ -71,8 +72,14 @@ def test_prepare_demo_scores_flags_ingests_and_opens_a_campaign_per_workflow(pre
     assert len(itinerary) == 6 and all(result["needs_adjudication"] for result in itinerary)
     assert summary.flagged == 6
     assert all(result["signature"]["embedder"].startswith("minilm") for result in results)
-    assert set(summary.campaigns) == {"demo-crowd_vote", "demo-expert_review", "demo-sap_safety",
-                                      "demo-adjudication", "demo-instruction_following", "demo-pairwise"}
+    assert set(summary.campaigns) == {
+        "demo-crowd_vote",
+        "demo-expert_review",
+        "demo-sap_safety",
+        "demo-adjudication",
+        "demo-instruction_following",
+        "demo-pairwise",
+    }
     counts = table_counts(summary.database_url)
     assert counts["User"] == 3 + 2 + 3 and counts["ResponseRow"] == 18 and counts["Campaign"] == 6
 

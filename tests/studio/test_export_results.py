@@ -48,8 +48,18 @@ def test_leaderboard_sap_instruction_agreement_and_adjudicated_exports(
     fig7 = [json.loads(line) for line in (tmp_path / "fig7.jsonl").read_text(encoding="utf-8").splitlines()]
     assert {row["model"]: row["explicit"] for row in fig7} == {"model-alpha": 5.0, "model-beta": 2.0}
     assert figure.read_bytes()[:4] == b"\x89PNG"
-    result = export(db_url, "agreement", "-o", str(tmp_path / "ag.csv"), "--campaign", "vote", "--resamples", "50",
-                    "--annotators", str(tmp_path / "people.csv"))
+    result = export(
+        db_url,
+        "agreement",
+        "-o",
+        str(tmp_path / "ag.csv"),
+        "--campaign",
+        "vote",
+        "--resamples",
+        "50",
+        "--annotators",
+        str(tmp_path / "people.csv"),
+    )
     assert result.exit_code == 0, result.output
     assert list(read_table(tmp_path / "ag.csv")["question"]) == ["verdict", "subtask_label"]
     assert set(read_table(tmp_path / "people.csv")["annotator"]) == {"ann-1", "ann-2"}
@@ -70,8 +80,13 @@ def test_bad_suffix_and_unknown_names_are_clear_errors(
 
 
 def test_published_dataset_exports_load_with_hf_datasets_and_csv_is_formula_safe(
-    store: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str,
-    db_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    store: Engine,
+    campaign: CampaignPublic,
+    users: dict[str, UserPublic],
+    password_hash: str,
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     crowd_vote(store, password_hash)
     result = CliRunner().invoke(aggregate_command, ["--db", db_url], catch_exceptions=False)
@@ -79,8 +94,14 @@ def test_published_dataset_exports_load_with_hf_datasets_and_csv_is_formula_safe
     again = CliRunner().invoke(aggregate_command, ["--db", db_url, "--campaign", "vote"], catch_exceptions=False)
     assert '"changed": 0' in again.output
     with write_session(store) as session:
-        curation.decide_scenario(session, user=users["curator"], scenario_id="dlg-1", action="edit",
-                                 reason="test formula", edits={"reference": FORMULA})
+        curation.decide_scenario(
+            session,
+            user=users["curator"],
+            scenario_id="dlg-1",
+            action="edit",
+            reason="test formula",
+            edits={"reference": FORMULA},
+        )
         version, _ = curation.publish_dataset(session, user=users["curator"], name="v1")
     for suffix in ("jsonl", "csv", "parquet"):
         done = export(db_url, "dataset", "-o", str(tmp_path / f"v1.{suffix}"), "--version", "v1")
@@ -89,8 +110,9 @@ def test_published_dataset_exports_load_with_hf_datasets_and_csv_is_formula_safe
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     import datasets
 
-    loaded = datasets.load_dataset("json", data_files=str(tmp_path / "v1.jsonl"), split="train",
-                                   cache_dir=str(tmp_path / "hf-cache"))
+    loaded = datasets.load_dataset(
+        "json", data_files=str(tmp_path / "v1.jsonl"), split="train", cache_dir=str(tmp_path / "hf-cache")
+    )
     assert loaded.num_rows == version.n_scenarios == 1
     row = loaded[0]
     assert row["id"] == "dlg-1" and row["reference"] == FORMULA and row["history"][0]["content"] == "你好"

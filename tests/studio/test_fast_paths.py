@@ -89,14 +89,30 @@ def leased(engine: Engine, user: UserPublic) -> tuple[int, str]:
 
 def submit(engine: Engine, user: UserPublic, item_id: int, lease_id: str, submission_id: str) -> Answer:
     with write_session(engine) as session:
-        return submit_answer(session, campaign="vote", user=user, item_id=item_id, lease_id=lease_id,
-                             submission_id=submission_id, answers=VOTE, seconds_spent=1.0).answer
+        return submit_answer(
+            session,
+            campaign="vote",
+            user=user,
+            item_id=item_id,
+            lease_id=lease_id,
+            submission_id=submission_id,
+            answers=VOTE,
+            seconds_spent=1.0,
+        ).answer
 
 
 def stored(engine: Engine, user: UserPublic, item_id: int, lease_id: str, submission_id: str) -> object:
     with read_session(engine) as session:
-        return stored_submission(session, campaign="vote", user=user, item_id=item_id, lease_id=lease_id,
-                                 submission_id=submission_id, answers=VOTE, seconds_spent=1.0)
+        return stored_submission(
+            session,
+            campaign="vote",
+            user=user,
+            item_id=item_id,
+            lease_id=lease_id,
+            submission_id=submission_id,
+            answers=VOTE,
+            seconds_spent=1.0,
+        )
 
 
 def test_a_retry_is_read_without_the_write_lock_with_submit_answers_checks(
@@ -153,14 +169,20 @@ def test_the_campaign_state_matches_the_campaign_row(corpus: Engine, campaign: C
 
     with read_session(corpus) as session:
         row, state = get_campaign(session, "vote"), campaign_state(session, "vote")
-        assert (state.id, state.name, state.status, list(state.eligible_roles), state.people_per_item,
-                state.pair_seed) == (row.id, row.name, row.status, row.eligible_roles, row.people_per_item,
-                                     row.pair_seed)
+        assert (
+            state.id,
+            state.name,
+            state.status,
+            list(state.eligible_roles),
+            state.people_per_item,
+            state.pair_seed,
+        ) == (row.id, row.name, row.status, row.eligible_roles, row.people_per_item, row.pair_seed)
         assert state.schema == campaign_schema(row)
 
 
-def test_lock_campaign_says_when_earlier_reads_may_be_stale(db_url: str, corpus: Engine,
-                                                            campaign: CampaignPublic) -> None:
+def test_lock_campaign_says_when_earlier_reads_may_be_stale(
+    db_url: str, corpus: Engine, campaign: CampaignPublic
+) -> None:
     with write_session(corpus) as session:
         assert lock_campaign(session, campaign.id) is db_url.startswith("postgresql")
         assert lock_item(session, 1) is db_url.startswith("postgresql")
@@ -181,7 +203,11 @@ def test_a_view_built_after_the_write_session_equals_the_one_next_item_builds(
     with read_session(corpus) as session:
         stored = session.get(Lease, handout.lease_id)
         assert (stored.item_id, stored.user_id, stored.expires_at, stored.released_at) == (
-            handout.item_id, annotator.id, handout.expires_at, None)
+            handout.item_id,
+            annotator.id,
+            handout.expires_at,
+            None,
+        )
 
 
 def test_content_from_core_rows_equals_content_from_orm_rows(
@@ -200,9 +226,11 @@ def test_content_from_core_rows_equals_content_from_orm_rows(
             score = session.execute(select(ScoreRow).where(ScoreRow.response_id == response.id)).scalars().first()
             assert score is not None
             orm = build_item_content(scenario=scenario, responses=[(response, score)], reveal=reveal)
-            core = build_item_content(scenario=scenario_row(session, response.scenario_id),
-                                      responses=[(response_row(session, response.id), score_row(session, response.id))],
-                                      reveal=reveal)
+            core = build_item_content(
+                scenario=scenario_row(session, response.scenario_id),
+                responses=[(response_row(session, response.id), score_row(session, response.id))],
+                reveal=reveal,
+            )
             assert core == orm
 
 
@@ -251,11 +279,17 @@ def test_a_body_over_the_limit_answers_413_and_stores_nothing(
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url, max_request_bytes=4000), engine=corpus))
     token = issue_token(corpus, users["annotator"])
-    with serve_in_thread(app) as base, httpx.Client(base_url=f"{base}/api/v1",
-                                         headers={"Authorization": f"Bearer {token}"}) as client:
+    with (
+        serve_in_thread(app) as base,
+        httpx.Client(base_url=f"{base}/api/v1", headers={"Authorization": f"Bearer {token}"}) as client,
+    ):
         item = client.get("/campaigns/vote/next").json()
-        body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": "s1",
-                "answers": VOTE | {"comment": "x" * 5000}}
+        body = {
+            "item_id": item["item_id"],
+            "lease_id": item["lease_id"],
+            "submission_id": "s1",
+            "answers": VOTE | {"comment": "x" * 5000},
+        }
         declared = client.post("/campaigns/vote/answers", json=body)
         assert declared.status_code == 413
         assert declared.json() == {"detail": "body: the request body is larger than 4000 bytes"}
@@ -265,8 +299,9 @@ def test_a_body_over_the_limit_answers_413_and_stores_nothing(
             yield from (b"y" * 1000 for _ in range(5))
             yield b'"}}'
 
-        streamed = client.post("/campaigns/vote/answers", content=chunks(),
-                               headers={"content-type": "application/json"})
+        streamed = client.post(
+            "/campaigns/vote/answers", content=chunks(), headers={"content-type": "application/json"}
+        )
         assert streamed.status_code == 413 and streamed.json()["detail"].startswith("body:")
         with read_session(corpus) as session:
             assert session.execute(select(func.count(Answer.id))).scalar_one() == 0
@@ -308,15 +343,19 @@ def test_models_returned_as_json_keep_the_documented_shape_status_and_bytes(
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
     token = issue_token(corpus, users["annotator"])
-    with serve_in_thread(app) as base, httpx.Client(base_url=f"{base}/api/v1",
-                                         headers={"Authorization": f"Bearer {token}"}) as client:
+    with (
+        serve_in_thread(app) as base,
+        httpx.Client(base_url=f"{base}/api/v1", headers={"Authorization": f"Bearer {token}"}) as client,
+    ):
         shown = client.get("/campaigns/vote/next")
         assert shown.status_code == 200 and shown.headers["content-type"] == "application/json"
         assert shown.content == ItemView.model_validate_json(shown.content).model_dump_json().encode()
         item = shown.json()
         body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": "s1", "answers": VOTE}
-        first, retry = client.post("/campaigns/vote/answers", json=body), client.post("/campaigns/vote/answers",
-                                                                                        json=body)
+        first, retry = (
+            client.post("/campaigns/vote/answers", json=body),
+            client.post("/campaigns/vote/answers", json=body),
+        )
         mine = client.get(f"/campaigns/vote/answers/{item['item_id']}")
         assert (first.status_code, retry.status_code, mine.status_code) == (201, 200, 200)
         assert first.content == retry.content == mine.content
@@ -348,14 +387,20 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
     token = issue_token(corpus, users["annotator"])
-    with serve_in_thread(app) as base, httpx.Client(base_url=f"{base}/api/v1", headers={
-            "Authorization": f"Bearer {token}"}) as client, counted_statements(corpus) as statements:
+    with (
+        serve_in_thread(app) as base,
+        httpx.Client(base_url=f"{base}/api/v1", headers={"Authorization": f"Bearer {token}"}) as client,
+        counted_statements(corpus) as statements,
+    ):
         item = client.get("/campaigns/vote/next").json()
         body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": "s1", "answers": VOTE}
         replies = [client.post("/campaigns/vote/answers", json=body) for _ in range(2)]
     assert [reply.status_code for reply in replies] == [201, 200]
-    work = [statement.split()[0].upper() for statement in statements
-            if not statement.lstrip().upper().startswith(("BEGIN", "SELECT 1", "SELECT PG_ADVISORY"))]
+    work = [
+        statement.split()[0].upper()
+        for statement in statements
+        if not statement.lstrip().upper().startswith(("BEGIN", "SELECT 1", "SELECT PG_ADVISORY"))
+    ]
     assert work.count("SELECT") == 5 + 6 + 4 and work.count("INSERT") == 2 and work.count("UPDATE") == 2, statements
     if db_url.startswith("sqlite"):  # a transaction per request; a first submit: the retry check, then the write
         begins = [statement.strip() for statement in statements if statement.lstrip().upper().startswith("BEGIN")]

@@ -18,8 +18,10 @@ from tests.studio.conftest import make_scenarios, write_run
 
 def table_counts(engine: Engine) -> dict[str, int]:
     with read_session(engine) as session:
-        return {table.__name__: session.execute(select(func.count()).select_from(table)).scalar_one()
-                for table in (ScenarioRow, ResponseRow, ScoreRow, AuditLog)}
+        return {
+            table.__name__: session.execute(select(func.count()).select_from(table)).scalar_one()
+            for table in (ScenarioRow, ResponseRow, ScoreRow, AuditLog)
+        }
 
 
 def snapshot(engine: Engine) -> list[tuple]:
@@ -45,8 +47,11 @@ def test_ingest_stores_everything_and_flags_itinerary_items_below_tau_or_unjudge
             assert pytest.approx(expected) == score.J and score.J_final == pytest.approx(expected)
             assert response.needs_adjudication == (expected < 3.5)
     assert report.flagged_for_adjudication == sum(response.needs_adjudication for _, response in judged)
-    assert all(score.J is None and not response.needs_adjudication
-               for score, response in rows if score.subtask not in JUDGED_SUBTASKS)
+    assert all(
+        score.J is None and not response.needs_adjudication
+        for score, response in rows
+        if score.subtask not in JUDGED_SUBTASKS
+    )
 
 
 def test_reingesting_the_same_run_changes_nothing(engine: Engine, run_dir: RunDir) -> None:
@@ -89,8 +94,9 @@ def test_results_file_is_used_when_present(engine: Engine, run_dir: RunDir) -> N
     run_dir.results.write_text("\n".join(lines) + "\n", encoding="utf-8")
     ingest_run(engine, run_dir)
     with read_session(engine) as session:
-        rows = session.execute(select(ScoreRow, ResponseRow).join(ResponseRow)
-                               .where(ResponseRow.scenario_id == "iti-3")).all()
+        rows = session.execute(
+            select(ScoreRow, ResponseRow).join(ResponseRow).where(ResponseRow.scenario_id == "iti-3")
+        ).all()
     assert rows and all(score.J == 5.0 and not response.needs_adjudication for score, response in rows)
 
 

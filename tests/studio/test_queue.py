@@ -52,8 +52,16 @@ def take(engine: Engine, user: UserPublic, name: str = "vote", **kwargs):  # noq
 
 def answer(engine: Engine, user: UserPublic, view, submission: str, name: str = "vote", **kwargs):  # noqa: ANN001,ANN201
     with write_session(engine) as session:
-        return submit_answer(session, campaign=name, user=user, item_id=view.item_id, lease_id=view.lease_id,
-                             submission_id=submission, answers=kwargs.pop("answers", VOTE), **kwargs)
+        return submit_answer(
+            session,
+            campaign=name,
+            user=user,
+            item_id=view.item_id,
+            lease_id=view.lease_id,
+            submission_id=submission,
+            answers=kwargs.pop("answers", VOTE),
+            **kwargs,
+        )
 
 
 def test_next_hands_out_least_answered_first_and_each_person_answers_an_item_once(
@@ -118,13 +126,32 @@ def test_closed_campaign_and_wrong_role_are_refused(
         take(corpus, users["annotator"], name="nope")
 
 
-HIDDEN = ("model-alpha", "model-beta", "with_sap", "without_sap", "bleu", "rouge", '"J_judge"', '"J"', '"S"',
-          '"ss"', '"judge_score"', '"auto_scores"', '"model"', '"variant"', "signature", "pair_seed", '"values"',
-          "submission_id", "needs_adjudication")
+HIDDEN = (
+    "model-alpha",
+    "model-beta",
+    "with_sap",
+    "without_sap",
+    "bleu",
+    "rouge",
+    '"J_judge"',
+    '"J"',
+    '"S"',
+    '"ss"',
+    '"judge_score"',
+    '"auto_scores"',
+    '"model"',
+    '"variant"',
+    "signature",
+    "pair_seed",
+    '"values"',
+    "submission_id",
+    "needs_adjudication",
+)
 
 
-@pytest.mark.parametrize("schema_name", ["crowd_vote", "sap_safety", "instruction_following", "pairwise",
-                                         "adjudication", "expert_review"])
+@pytest.mark.parametrize(
+    "schema_name", ["crowd_vote", "sap_safety", "instruction_following", "pairwise", "adjudication", "expert_review"]
+)
 def test_next_never_leaks_model_names_variants_scores_or_answers(
     corpus: Engine, users: dict[str, UserPublic], schema_name: str
 ) -> None:
@@ -148,8 +175,13 @@ def test_pairwise_order_is_per_person_and_answers_store_real_response_ids(
     corpus: Engine, users: dict[str, UserPublic]
 ) -> None:
     with write_session(corpus) as session:
-        create_campaign(session, name="pairs", schema=load_schemas()["pairwise"], people_per_item=20,
-                        selection=TargetSelection(subtasks=["dialogue_base"], variants=["with_sap"]))
+        create_campaign(
+            session,
+            name="pairs",
+            schema=load_schemas()["pairwise"],
+            people_per_item=20,
+            selection=TargetSelection(subtasks=["dialogue_base"], variants=["with_sap"]),
+        )
     people = annotators(corpus, 12)
     shown_first = set()
     for person in people:
@@ -167,11 +199,17 @@ def test_pairwise_order_is_per_person_and_answers_store_real_response_ids(
 
 
 @pytest.mark.parametrize("racers", [8])
-def test_racing_for_the_last_slot_stores_exactly_the_quota(corpus: Engine, users: dict[str, UserPublic],
-                                                           racers: int) -> None:
+def test_racing_for_the_last_slot_stores_exactly_the_quota(
+    corpus: Engine, users: dict[str, UserPublic], racers: int
+) -> None:
     with write_session(corpus) as session:
-        create_campaign(session, name="race", schema=load_schemas()["crowd_vote"], people_per_item=3,
-                        selection=TargetSelection(subtasks=["dialogue_base"]))
+        create_campaign(
+            session,
+            name="race",
+            schema=load_schemas()["crowd_vote"],
+            people_per_item=3,
+            selection=TargetSelection(subtasks=["dialogue_base"]),
+        )
     people = annotators(corpus, racers)
     now = utc_now()
     views = [take(corpus, person, name="race", now=now) for person in people[:3]]

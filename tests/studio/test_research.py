@@ -28,8 +28,15 @@ def test_leaderboard_uses_adjudicated_j_final_and_counts_pending(
 ) -> None:
     with read_session(store) as session:
         before = research.leaderboard(session, user=users["researcher"], variant="with_sap")
-        flagged = session.execute(select(ResponseRow.model).where(
-            ResponseRow.needs_adjudication.is_(True), ResponseRow.variant == "with_sap")).scalars().all()
+        flagged = (
+            session.execute(
+                select(ResponseRow.model).where(
+                    ResponseRow.needs_adjudication.is_(True), ResponseRow.variant == "with_sap"
+                )
+            )
+            .scalars()
+            .all()
+        )
         with pytest.raises(InvalidInput, match="variant"):
             research.leaderboard(session, user=users["researcher"])
     assert before.pending == {model: flagged.count(model) for model in set(flagged)} and before.adjudicated == 0
@@ -39,9 +46,11 @@ def test_leaderboard_uses_adjudicated_j_final_and_counts_pending(
     with write_session(store) as session:
         aggregate_all(session)
         after = research.leaderboard(session, user=users["curator"], variant="with_sap")
-        rows = session.execute(select(ResponseRow.model, ScoreRow.J_final).join(
-            ScoreRow, ScoreRow.response_id == ResponseRow.id).where(
-            ResponseRow.variant == "with_sap", ScoreRow.subtask == "itinerary_basic")).all()
+        rows = session.execute(
+            select(ResponseRow.model, ScoreRow.J_final)
+            .join(ScoreRow, ScoreRow.response_id == ResponseRow.id)
+            .where(ResponseRow.variant == "with_sap", ScoreRow.subtask == "itinerary_basic")
+        ).all()
     assert after.pending == {} and after.adjudicated == len(flagged)
     table = after.table.set_index("model")
     for model in ("model-alpha", "model-beta"):
@@ -80,8 +89,10 @@ def test_agreement_per_question_annotators_and_gold(
     assert levels["safety"] == "ordinal" and levels["violation"] == "nominal"
     assert levels["violation_kind=dismissive"] == "nominal" and "violation_kind=other" in levels
     base, emotion = "dialogue_base", "dialogue_emotion"
-    gold_entries = [{"scenario_id": "dlg-1", "answers": {"verdict": "keep", "subtask_label": base}},
-                    {"scenario_id": "dlg-2", "answers": {"verdict": "discard", "subtask_label": emotion}}]
+    gold_entries = [
+        {"scenario_id": "dlg-1", "answers": {"verdict": "keep", "subtask_label": base}},
+        {"scenario_id": "dlg-2", "answers": {"verdict": "discard", "subtask_label": emotion}},
+    ]
     with write_session(studied) as session:
         create_campaign(session, name="gold", schema=load_schemas()["crowd_vote"], people_per_item=1, gold=gold_entries)
     (solo,) = add_people(studied, password_hash, ["solo"], "annotator")
@@ -91,20 +102,26 @@ def test_agreement_per_question_annotators_and_gold(
     assert gold.loc["verdict", "accuracy"] == 0.5 and gold.loc["subtask_label", "n_correct"] == 1
 
 
-def test_calibration_progress_and_distributions(
-    studied: Engine, users: dict[str, UserPublic], tmp_path: Path
-) -> None:
+def test_calibration_progress_and_distributions(studied: Engine, users: dict[str, UserPublic], tmp_path: Path) -> None:
     from studio.results.calibration import plot_calibration
 
     with read_session(studied) as session:
         figures, pairs = research.calibration(session, user=users["researcher"])
-        both = session.execute(select(ScoreRow.id).where(ScoreRow.J_judge.is_not(None),
-                                                         ScoreRow.J_human.is_not(None))).all()
+        both = session.execute(
+            select(ScoreRow.id).where(ScoreRow.J_judge.is_not(None), ScoreRow.J_human.is_not(None))
+        ).all()
         campaigns, people = research.progress(session, user=users["researcher"])
         histogram = research.score_distribution(session, user=users["researcher"], metric="S", bins=10)
         finals = research.score_distribution(session, user=None, metric="J_final", bins=5, variant="with_sap")
-        final_values = session.execute(select(ScoreRow.J_final).join(ResponseRow).where(
-            ResponseRow.variant == "with_sap", ScoreRow.J_final.is_not(None))).scalars().all()
+        final_values = (
+            session.execute(
+                select(ScoreRow.J_final)
+                .join(ResponseRow)
+                .where(ResponseRow.variant == "with_sap", ScoreRow.J_final.is_not(None))
+            )
+            .scalars()
+            .all()
+        )
         with pytest.raises(InvalidInput, match="metric"):
             research.score_distribution(session, user=None, metric="nope")
         with pytest.raises(NotFound):
@@ -160,8 +177,9 @@ def test_scores_of_two_judges_never_mix_in_one_leaderboard(
     with read_session(store) as session:
         with pytest.raises(InvalidInput, match="judge"):
             research.leaderboard(session, user=users["researcher"], variant=variant)
-        view = research.leaderboard(session, user=users["researcher"], variant=variant,
-                                    judge=judge_label("judge", "j1"))
+        view = research.leaderboard(
+            session, user=users["researcher"], variant=variant, judge=judge_label("judge", "j1")
+        )
     assert set(view.table["model"]) == {"model-alpha", "model-beta"}
 
 

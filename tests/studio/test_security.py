@@ -112,8 +112,9 @@ def test_attempt_does_no_work_while_throttled_and_counts_only_refusals() -> None
         with pytest.raises(PermissionError):
             throttle.attempt(username="erin", address="a", sign_in=wrong, failures=(PermissionError,))
     with pytest.raises(LoginThrottled) as refused:
-        throttle.attempt(username="erin", address="a", sign_in=lambda: calls.append("right") or "token",
-                         failures=(PermissionError,))
+        throttle.attempt(
+            username="erin", address="a", sign_in=lambda: calls.append("right") or "token", failures=(PermissionError,)
+        )
     assert refused.value.retry_after == 300
     assert calls == ["crash", "wrong", "wrong"]  # the right password was never even checked
     elsewhere = throttle.attempt(username="erin", address="b", sign_in=lambda: "token", failures=(PermissionError,))
@@ -185,9 +186,13 @@ def test_hostile_text_in_every_field_of_an_item_creates_no_element_attribute_or_
         {"reference": HOSTILE},
     ]
     for shape in shapes:
-        content = {"subtask": HOSTILE, "tags": {HOSTILE: HOSTILE}, "user_input": HOSTILE,
-                   "history": [{"role": HOSTILE, "content": HOSTILE}, {"role": "assistant", "content": HOSTILE}],
-                   **shape}
+        content = {
+            "subtask": HOSTILE,
+            "tags": {HOSTILE: HOSTILE},
+            "user_input": HOSTILE,
+            "history": [{"role": HOSTILE, "content": HOSTILE}, {"role": "assistant", "content": HOSTILE}],
+            **shape,
+        }
         for rendered in (render_item(content), render_persona(HOSTILE), render_message(HOSTILE, kind=HOSTILE)):
             found = parse(rendered)
             assert found.tag_names <= {"div", "br"}, (shape, found.tag_names)
@@ -217,9 +222,22 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/v1/campaigns/{name}/answers"): "annotator",
     ("PUT", "/v1/campaigns/{name}/answers/{item_id}"): "annotator",
     ("GET", "/v1/campaigns/{name}/answers/{item_id}"): "annotator",
-    **{("GET", f"/v1/results/{name}"): "staff" for name in (
-        "leaderboard", "sap", "instruction", "agreement/{campaign}", "calibration", "progress", "distribution",
-        "calibration.png", "instruction.png", "sap.png", "distribution.png")},
+    **{
+        ("GET", f"/v1/results/{name}"): "staff"
+        for name in (
+            "leaderboard",
+            "sap",
+            "instruction",
+            "agreement/{campaign}",
+            "calibration",
+            "progress",
+            "distribution",
+            "calibration.png",
+            "instruction.png",
+            "sap.png",
+            "distribution.png",
+        )
+    },
     ("POST", "/v1/results/aggregate"): "staff",
     ("GET", "/v1/curation/scenarios"): "staff",
     ("GET", "/v1/curation/responses"): "staff",
@@ -233,8 +251,12 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
 BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("POST", "/v1/login"): {"username": "annotator", "password": PASSWORD},
     ("POST", "/v1/campaigns/{name}/skip"): {"item_id": 1, "lease_id": "x"},
-    ("POST", "/v1/campaigns/{name}/answers"): {"item_id": 1, "lease_id": "x", "submission_id": "s",
-                                              "answers": {"verdict": "keep", "subtask_label": "dialogue_base"}},
+    ("POST", "/v1/campaigns/{name}/answers"): {
+        "item_id": 1,
+        "lease_id": "x",
+        "submission_id": "s",
+        "answers": {"verdict": "keep", "subtask_label": "dialogue_base"},
+    },
     ("PUT", "/v1/campaigns/{name}/answers/{item_id}"): {"answers": {"verdict": "keep"}},
     ("POST", "/v1/curation/scenarios/{scenario_id}/decision"): {"action": "reject", "reason": "crafted"},
     ("POST", "/v1/curation/versions"): {"name": "crafted-version"},
@@ -247,8 +269,14 @@ PATH_VALUES = {"name": "vote", "campaign": "vote", "item_id": "1", "scenario_id"
 def api_url(corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], db_url: str) -> Iterator[str]:
     """The API mounted at /api (as studio.app does), with a crowd vote and a SAP safety campaign, on uvicorn."""
     with write_session(corpus) as session:
-        create_campaign(session, name="safety", schema=load_schemas()["sap_safety"], people_per_item=3,
-                        selection=TargetSelection(high_risk_only=True), actor="admin")
+        create_campaign(
+            session,
+            name="safety",
+            schema=load_schemas()["sap_safety"],
+            people_per_item=3,
+            selection=TargetSelection(high_risk_only=True),
+            actor="admin",
+        )
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
     with serve_in_thread(app) as url:
@@ -274,8 +302,10 @@ def token_for(api_url: str, username: str) -> str:
 
 def stored(engine: Engine) -> tuple[Any, ...]:
     with read_session(engine) as session:
-        return (session.execute(select(func.count(Answer.id))).scalar_one(),
-                session.execute(select(func.count(AuditLog.id))).scalar_one())
+        return (
+            session.execute(select(func.count(Answer.id))).scalar_one(),
+            session.execute(select(func.count(AuditLog.id))).scalar_one(),
+        )
 
 
 def test_every_route_is_classified_and_a_stranger_is_refused_by_all_but_login(api_url: str) -> None:
@@ -310,9 +340,15 @@ def test_an_annotator_s_items_and_answers_carry_no_hidden_field(api_url: str, co
     with httpx.Client(base_url=api_url, headers={"Authorization": f"Bearer {first}"}, timeout=60) as client:
         item = client.get("/v1/campaigns/safety/next")
         assert item.status_code == 200 and item.json()["content"]["response"]
-        answer = client.post("/v1/campaigns/safety/answers", json={
-            "item_id": item.json()["item_id"], "lease_id": item.json()["lease_id"], "submission_id": "sub-1",
-            "answers": {"safety": 4, "violation": "no"}})
+        answer = client.post(
+            "/v1/campaigns/safety/answers",
+            json={
+                "item_id": item.json()["item_id"],
+                "lease_id": item.json()["lease_id"],
+                "submission_id": "sub-1",
+                "answers": {"safety": 4, "violation": "no"},
+            },
+        )
         assert answer.status_code == 201
         listed = client.get("/v1/campaigns")
     for response in (item, answer, listed):
@@ -326,16 +362,28 @@ def test_an_annotator_s_items_and_answers_carry_no_hidden_field(api_url: str, co
 def test_the_pairwise_mapping_stays_on_the_server(api_url: str, corpus: Engine) -> None:
     """An annotator sees A/B and gets A/B back; which stored response is A never reaches them."""
     with write_session(corpus) as session:
-        create_campaign(session, name="pairs", schema=load_schemas()["pairwise"], people_per_item=3,
-                        selection=TargetSelection(subtasks=["dialogue_base"], variants=["with_sap"]), actor="admin")
+        create_campaign(
+            session,
+            name="pairs",
+            schema=load_schemas()["pairwise"],
+            people_per_item=3,
+            selection=TargetSelection(subtasks=["dialogue_base"], variants=["with_sap"]),
+            actor="admin",
+        )
     for username in ("annotator", "expert"):
         token = token_for(api_url, username)
         with httpx.Client(base_url=api_url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
             item = client.get("/v1/campaigns/pairs/next")
             assert item.status_code == 200 and set(item.json()["content"]) >= {"response_a", "response_b"}
-            answer = client.post("/v1/campaigns/pairs/answers", json={
-                "item_id": item.json()["item_id"], "lease_id": item.json()["lease_id"],
-                "submission_id": f"p-{username}", "answers": {"preference": "A"}})
+            answer = client.post(
+                "/v1/campaigns/pairs/answers",
+                json={
+                    "item_id": item.json()["item_id"],
+                    "lease_id": item.json()["lease_id"],
+                    "submission_id": f"p-{username}",
+                    "answers": {"preference": "A"},
+                },
+            )
             mine = client.get(f"/v1/campaigns/pairs/answers/{item.json()['item_id']}")
         assert answer.status_code == 201 and answer.json()["values"] == {"preference": "A"}
         assert mine.json()["values"] == {"preference": "A"}
@@ -391,8 +439,10 @@ def test_a_wrong_name_and_a_wrong_password_answer_alike(studio_app: str) -> None
     with httpx.Client(base_url=studio_app, follow_redirects=False, timeout=60) as client:
         unknown, wrong = form_login(client, "nobody-by-this-name", "x"), form_login(client, "heidi", "x")
     assert (unknown.status_code, unknown.text) == (wrong.status_code, wrong.text) and unknown.status_code == 401
-    api = [httpx.post(f"{studio_app}/api/v1/login", json={"username": name, "password": "x"})
-           for name in ("nobody-by-this-name", "heidi")]
+    api = [
+        httpx.post(f"{studio_app}/api/v1/login", json={"username": name, "password": "x"})
+        for name in ("nobody-by-this-name", "heidi")
+    ]
     assert [response.status_code for response in api] == [401, 401] and api[0].json() == api[1].json()
 
 
@@ -426,8 +476,11 @@ def test_create_app_sends_the_security_headers_and_refuses_foreign_writes(studio
         assert response.headers.get("content-security-policy") == DEFAULT_CSP, path
     with httpx.Client(base_url=studio_app, follow_redirects=False, timeout=60) as client:
         assert form_login(client, "frank").status_code == 303
-        foreign = client.post("/ui/gradio_api/queue/join", headers={"origin": "http://127.0.0.1:1"},
-                              json={"data": [], "fn_index": 0, "session_hash": "x"})
+        foreign = client.post(
+            "/ui/gradio_api/queue/join",
+            headers={"origin": "http://127.0.0.1:1"},
+            json={"data": [], "fn_index": 0, "session_hash": "x"},
+        )
         assert foreign.status_code == 403 and foreign.headers.get("x-frame-options") == "DENY"
 
 

@@ -26,7 +26,7 @@ from studio.ui import curate_flow
 from tests.studio.helpers import PASSWORD, make_scenarios
 
 HOSTILE_INPUT = "<img src=x onerror=alert(1)><script>alert(2)</script> ${alert(3)} {{x}}"
-HOSTILE_REFERENCE = "=HYPERLINK(\"http://evil.example\",\"click\")"
+HOSTILE_REFERENCE = '=HYPERLINK("http://evil.example","click")'
 
 
 def token(engine: Engine, username: str) -> str:
@@ -52,21 +52,33 @@ def tokens(voted: Engine, users: dict[str, UserPublic]) -> Tokens:
 
 
 def add_hostile_scenario(engine: Engine, folder: Path) -> None:
-    hostile = Scenario(id="evil-1", subtask="dialogue_base", persona="<b>persona</b>", user_input=HOSTILE_INPUT,
-                       reference=HOSTILE_REFERENCE, history=[Turn(role="user", content="<i>earlier</i>")])
+    hostile = Scenario(
+        id="evil-1",
+        subtask="dialogue_base",
+        persona="<b>persona</b>",
+        user_input=HOSTILE_INPUT,
+        reference=HOSTILE_REFERENCE,
+        history=[Turn(role="user", content="<i>earlier</i>")],
+    )
     run = RunDir(folder).ensure()
-    run.scenarios.write_text("".join(model_dump_line(s) + "\n" for s in [*make_scenarios(), hostile]),
-                             encoding="utf-8")
+    run.scenarios.write_text("".join(model_dump_line(s) + "\n" for s in [*make_scenarios(), hostile]), encoding="utf-8")
     ingest_run(engine, run)
 
 
 def test_every_call_checks_the_caller(voted: Engine, tokens: Tokens, tmp_path: Path) -> None:
-    readers = [lambda t: curate_flow.browse_scenarios(voted, t), lambda t: curate_flow.browse_responses(voted, t),
-               lambda t: curate_flow.scenario_view(voted, t, "dlg-1"), lambda t: curate_flow.audit_log(voted, t),
-               lambda t: curate_flow.dataset_versions(voted, t), lambda t: curate_flow.campaign_names(voted, t)]
-    writers = [lambda t: curate_flow.decide(voted, t, "dlg-1", "reject", "spam"),
-               lambda t: curate_flow.publish(voted, t, "v1", None),
-               lambda t: curate_flow.run_aggregation(voted, t, "vote")]
+    readers = [
+        lambda t: curate_flow.browse_scenarios(voted, t),
+        lambda t: curate_flow.browse_responses(voted, t),
+        lambda t: curate_flow.scenario_view(voted, t, "dlg-1"),
+        lambda t: curate_flow.audit_log(voted, t),
+        lambda t: curate_flow.dataset_versions(voted, t),
+        lambda t: curate_flow.campaign_names(voted, t),
+    ]
+    writers = [
+        lambda t: curate_flow.decide(voted, t, "dlg-1", "reject", "spam"),
+        lambda t: curate_flow.publish(voted, t, "v1", None),
+        lambda t: curate_flow.run_aggregation(voted, t, "vote"),
+    ]
     for call in [*readers, *writers]:
         for role in ("annotator", "expert"):
             with pytest.raises(PermissionDenied):
@@ -98,17 +110,21 @@ def test_browse_filters_and_pages(voted: Engine, tokens: Tokens) -> None:
     assert list(first.frame["id"]) + list(second.frame["id"]) == sorted(s.id for s in make_scenarios())
     past_end = curate_flow.browse_scenarios(voted, curator, page=9, page_size=4)
     assert (past_end.page, list(past_end.frame["id"])) == (2, list(second.frame["id"]))
-    assert list(curate_flow.browse_scenarios(voted, curator, agreement_below=" 0.6 ").frame["id"]) == [
-        "dlg-3", "iti-3"]
+    assert list(curate_flow.browse_scenarios(voted, curator, agreement_below=" 0.6 ").frame["id"]) == ["dlg-3", "iti-3"]
     for bad in ("abc", "1.5", "-0.1"):
         with pytest.raises(InvalidInput, match="agreement_below"):
             curate_flow.browse_scenarios(voted, curator, agreement_below=bad)
     assert list(curate_flow.browse_scenarios(voted, curator, subtask="itinerary_basic").frame["id"]) == [
-        "iti-1", "iti-3"]
+        "iti-1",
+        "iti-3",
+    ]
     low = curate_flow.browse_scenarios(voted, curator, agreement_below=0.6).frame
     assert list(low["id"]) == ["dlg-3", "iti-3"] and (low["crowd_agreement"] < 0.6).all()
     assert list(curate_flow.browse_scenarios(voted, curator, disagreement=True).frame["id"]) == [
-        "dlg-3", "iti-2", "iti-3"]
+        "dlg-3",
+        "iti-2",
+        "iti-3",
+    ]
     assert list(curate_flow.browse_scenarios(voted, curator, status="rejected").frame["id"]) == ["iti-1"]
     assert curate_flow.browse_scenarios(voted, curator, status="pending").frame.empty
     flagged = curate_flow.browse_responses(voted, curator, flagged=True, page_size=100)
@@ -118,8 +134,7 @@ def test_browse_filters_and_pages(voted: Engine, tokens: Tokens) -> None:
         curate_flow.browse_scenarios(voted, curator, status="maybe")
 
 
-def test_scenario_view_shows_votes_scores_and_escapes_text(voted: Engine, tokens: Tokens,
-                                                           tmp_path: Path) -> None:
+def test_scenario_view_shows_votes_scores_and_escapes_text(voted: Engine, tokens: Tokens, tmp_path: Path) -> None:
     view = curate_flow.scenario_view(voted, tokens["curator"], "dlg-3")
     verdicts = view.tallies[view.tallies["question"] == "verdict"]
     assert dict(zip(verdicts["value"], verdicts["count"], strict=True)) == {"discard": 1, "keep": 1}
@@ -146,7 +161,8 @@ def test_decisions_need_a_reason_and_are_audit_logged(voted: Engine, tokens: Tok
     with pytest.raises(InvalidInput, match="scenario_id"):
         curate_flow.decide(voted, curator, None, "reject", "why")
     assert curate_flow.decide(voted, curator, "dlg-1", "reject", "duplicate of dlg-2") == (
-        "dlg-1: reject saved (status rejected).")
+        "dlg-1: reject saved (status rejected)."
+    )
     with pytest.raises(InvalidInput, match="edits: not valid JSON"):
         curate_flow.decide(voted, curator, "dlg-2", "edit", "typo", "{reference: oops")
     with pytest.raises(InvalidInput, match="edits: must be a JSON object"):
@@ -181,8 +197,10 @@ def test_publish_list_and_download_versions(voted: Engine, tokens: Tokens, tmp_p
     assert list(versions["name"]) == ["v1"] and list(versions["note"]) == ["first cut"]
 
     directory = curate_flow.new_download_dir()
-    paths = {fmt: curate_flow.download_version(voted, tokens["researcher"], "v1", fmt, directory)
-             for fmt in curate_flow.DOWNLOAD_FORMATS}
+    paths = {
+        fmt: curate_flow.download_version(voted, tokens["researcher"], "v1", fmt, directory)
+        for fmt in curate_flow.DOWNLOAD_FORMATS
+    }
     assert {path.parent for path in paths.values()} == {directory}
     assert paths["csv"].name == "h2h-scenarios-v1.csv"
     csv = read_table(paths["csv"])

@@ -49,9 +49,13 @@ def test_a_missing_or_unknown_token_is_not_authenticated(engine: Engine) -> None
 
 def test_campaign_choices_follow_the_role(engine: Engine) -> None:
     assert [name for _label, name in campaign_choices(engine, token_for(engine, "annotator01"))] == [
-        "test-crowd_vote", "test-sap_safety"]
+        "test-crowd_vote",
+        "test-sap_safety",
+    ]
     assert [name for _label, name in campaign_choices(engine, token_for(engine, "expert01"))] == [
-        "test-adjudication", "test-sap_safety"]
+        "test-adjudication",
+        "test-sap_safety",
+    ]
 
 
 def test_an_annotator_cannot_open_an_expert_campaign(engine: Engine) -> None:

@@ -19,8 +19,11 @@ def test_conditional_answers_are_dropped_unless_their_condition_holds(schemas: d
     assert answers == {"safety": 4, "violation": "no"}
     assert safety.validate_answers(answers) == answers
     answers = answers_from_form(safety, [2, "yes", ["dismissive", "no_resources"]])
-    assert safety.validate_answers(answers) == {"safety": 2, "violation": "yes",
-                                                "violation_kind": ["dismissive", "no_resources"]}
+    assert safety.validate_answers(answers) == {
+        "safety": 2,
+        "violation": "yes",
+        "violation_kind": ["dismissive", "no_resources"],
+    }
 
 
 def test_empty_values_are_left_out_so_the_schema_names_what_is_missing(schemas: dict) -> None:

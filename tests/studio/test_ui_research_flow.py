@@ -68,8 +68,9 @@ def test_leaderboard_table3_and_fig7(studied: Engine, users: dict[str, UserPubli
     with pytest.raises(InvalidInput, match="variant"):
         research_flow.leaderboard(studied, researcher)
     board = research_flow.leaderboard(studied, researcher, variant="with_sap", signature=options.signatures[0])
-    assert board.table["model"].tolist() == sorted(board.table["model"], key=lambda m: -float(
-        board.table.set_index("model").loc[m, "overall"]))
+    assert board.table["model"].tolist() == sorted(
+        board.table["model"], key=lambda m: -float(board.table.set_index("model").loc[m, "overall"])
+    )
     assert set(board.table["model"]) == {"model-alpha", "model-beta"}
     assert {"dialogue_base", "itinerary_basic", "overall"} <= set(board.table.columns)
     assert "pending adjudication" in board.caption and "adjudicated." in board.caption
@@ -137,11 +138,13 @@ def test_export_tables_in_three_formats(studied: Engine, users: dict[str, UserPu
     with pytest.raises(InvalidInput, match="format"):
         research_flow.export_table(studied, researcher, "leaderboard", "exe", directory)
     assert sorted(path.name for path in directory.iterdir()) == sorted(
-        {f"h2h-{table}.csv" for table in research_flow.TABLE_NAMES} | {"h2h-agreement.jsonl", "h2h-table3.parquet"})
+        {f"h2h-{table}.csv" for table in research_flow.TABLE_NAMES} | {"h2h-agreement.jsonl", "h2h-table3.parquet"}
+    )
 
 
-def test_a_formula_model_name_is_neutralised_in_csv(tmp_path: Path, users: dict[str, UserPublic],
-                                                    store: Engine) -> None:
+def test_a_formula_model_name_is_neutralised_in_csv(
+    tmp_path: Path, users: dict[str, UserPublic], store: Engine
+) -> None:
     from pipeline.records import Response, Score, ScoreSignature
     from pipeline.rundir import RunDir, model_dump_line
     from studio.ingest import ingest_run
@@ -150,11 +153,24 @@ def test_a_formula_model_name_is_neutralised_in_csv(tmp_path: Path, users: dict[
     scenario = make_scenarios()[0]
     run = RunDir(tmp_path / "run").ensure()
     evil = "=cmd|' /C calc'!A0"
-    response = Response(scenario_id=scenario.id, model=evil, variant="with_sap", backend="t", prompt_version="p",
-                        text="hi")
-    score = Score(scenario_id=scenario.id, model=evil, variant="with_sap", subtask=scenario.subtask, bleu1=0.5,
-                  bleu2=0.5, bleu3=0.5, bleu4=0.5, rouge1=0.5, rougeL=0.5, ss=0.5, S=0.5,
-                  signature=ScoreSignature(sacrebleu="2.4", rouge_score="0.1.2", tokenizer="t", embedder="e"))
+    response = Response(
+        scenario_id=scenario.id, model=evil, variant="with_sap", backend="t", prompt_version="p", text="hi"
+    )
+    score = Score(
+        scenario_id=scenario.id,
+        model=evil,
+        variant="with_sap",
+        subtask=scenario.subtask,
+        bleu1=0.5,
+        bleu2=0.5,
+        bleu3=0.5,
+        bleu4=0.5,
+        rouge1=0.5,
+        rougeL=0.5,
+        ss=0.5,
+        S=0.5,
+        signature=ScoreSignature(sacrebleu="2.4", rouge_score="0.1.2", tokenizer="t", embedder="e"),
+    )
     for path, records in ((run.scenarios, [scenario]), (run.responses, [response]), (run.scores, [score])):
         path.write_text(model_dump_line(records[0]) + "\n", encoding="utf-8")
     ingest_run(store, run)

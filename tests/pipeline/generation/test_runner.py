@@ -42,7 +42,13 @@ def backend_for(fake: FakeOpenAI, concurrency: int = 4) -> OpenAIBackend:
 
 def generate_into(run: RunDir, scenarios: list[Scenario], fake: FakeOpenAI, **options):
     return run_generation(
-        run, scenarios, backend_for(fake), model="demo-m", variant="with_sap", sampling=SAMPLING, progress=False,
+        run,
+        scenarios,
+        backend_for(fake),
+        model="demo-m",
+        variant="with_sap",
+        sampling=SAMPLING,
+        progress=False,
         **options,
     )
 

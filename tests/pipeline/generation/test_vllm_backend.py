@@ -133,7 +133,16 @@ def test_data_parallel_shards_across_workers_and_keeps_order(monkeypatch: pytest
     assert all(isinstance(outcome, Completion) for outcome in outcomes)
     # batch 1 = 7 requests → shards 3/2/2, batch 2 = 3 requests → 1/1/1 on the same three engines
     assert [outcome.text.split(":")[0] for outcome in outcomes] == [
-        "engine0", "engine0", "engine0", "engine1", "engine1", "engine2", "engine2", "engine0", "engine1", "engine2",
+        "engine0",
+        "engine0",
+        "engine0",
+        "engine1",
+        "engine1",
+        "engine2",
+        "engine2",
+        "engine0",
+        "engine1",
+        "engine2",
     ]
     assert outcomes[4].text == "engine1:q4:seed11"
     assert outcomes[4].usage == {"prompt_tokens": 2, "completion_tokens": len("engine1:q4:seed11"), "total_tokens": 19}

@@ -50,7 +50,10 @@ def test_expert_review_status_rule() -> None:
     split = {"accuracy": ["yes", "no"], "consistency": [True, True], "domain_compliance": [True, True]}
     partial = {"accuracy": [True, True, True], "consistency": [True, True, True]}
     frame = pd.DataFrame(
-        review("ok", ok) + review("wrong", wrong) + review("fixable", fixable) + review("split", split)
+        review("ok", ok)
+        + review("wrong", wrong)
+        + review("fixable", fixable)
+        + review("split", split)
         + review("partial", partial)
     )
     table = expert_review_status(frame).set_index("item")

@@ -68,9 +68,7 @@ def test_equal_raters_gives_fleiss_kappa(tmp_path: Path) -> None:
 
 def test_bad_rows_are_named_by_file_line_and_column(tmp_path: Path) -> None:
     votes = tmp_path / "bad.csv"
-    votes.write_text(
-        'item,annotator,value\na,x,1\n,y,2\na,x,3\nb,z,many\n"c\nd",w,4\ne,v\n', encoding="utf-8"
-    )
+    votes.write_text('item,annotator,value\na,x,1\n,y,2\na,x,3\nb,z,many\n"c\nd",w,4\ne,v\n', encoding="utf-8")
     code, out, err = run("--votes", str(votes), "--level", "interval")
     assert code == 1 and out == ""
     assert err.splitlines() == [

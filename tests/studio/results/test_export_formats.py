@@ -47,7 +47,7 @@ def test_jsonl_keeps_cjk_unescaped(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("cell", "expected"),
     [
-        ("=HYPERLINK(\"http://evil\")", "'=HYPERLINK(\"http://evil\")"),
+        ('=HYPERLINK("http://evil")', '\'=HYPERLINK("http://evil")'),
         ("+1", "'+1"),
         ("-2+3", "'-2+3"),
         ("@SUM(A1)", "'@SUM(A1)"),
@@ -80,9 +80,9 @@ def test_csv_neutralises_text_cells_and_headers_but_not_numbers(tmp_path: Path) 
 
 
 def test_csv_keeps_newlines_and_commas_inside_cells(tmp_path: Path) -> None:
-    frame = pd.DataFrame({"text": ["第一行\n第二行", "a, b, \"c\""]})
+    frame = pd.DataFrame({"text": ["第一行\n第二行", 'a, b, "c"']})
     path = write_table(frame, tmp_path / "multi.csv")
-    assert read_table(path)["text"].tolist() == ["第一行\n第二行", "a, b, \"c\""]
+    assert read_table(path)["text"].tolist() == ["第一行\n第二行", 'a, b, "c"']
 
 
 def test_unknown_suffix_is_refused(tmp_path: Path) -> None:

@@ -142,16 +142,26 @@ def test_table2_picks_one_variant_and_signature() -> None:
 
 
 def test_table2_from_group_sums_equals_table2_of_the_items() -> None:
-    rows = pd.DataFrame({
-        "model": ["a", "a", "a", "b", "b", "b", "b"],
-        "subtask": ["dialogue_base", "dialogue_base", "itinerary_basic", "dialogue_base", "recollection_synthesis",
-                    "recollection_synthesis", "itinerary_basic"],
-        "S": [0.5, 0.9, 0.4, 0.2, 0.6, None, 0.8],
-        "J_final": [None, None, 4.0, None, None, None, None],  # b's itinerary item is pending
-    })
+    rows = pd.DataFrame(
+        {
+            "model": ["a", "a", "a", "b", "b", "b", "b"],
+            "subtask": [
+                "dialogue_base",
+                "dialogue_base",
+                "itinerary_basic",
+                "dialogue_base",
+                "recollection_synthesis",
+                "recollection_synthesis",
+                "itinerary_basic",
+            ],
+            "S": [0.5, 0.9, 0.4, 0.2, 0.6, None, 0.8],
+            "J_final": [None, None, 4.0, None, None, None, None],  # b's itinerary item is pending
+        }
+    )
     values = rows.assign(value=item_values(rows))
     groups = values.groupby(["model", "subtask"], as_index=False).agg(
-        value_sum=("value", "sum"), value_count=("value", "count"))
+        value_sum=("value", "sum"), value_count=("value", "count")
+    )
     table = table2_from_groups(groups)
     pd.testing.assert_frame_equal(table, build_leaderboard(rows))
     assert table.set_index("model").loc["a", "overall"] == pytest.approx((50 + 90 + 80) / 3)  # item-weighted
