@@ -15,10 +15,11 @@ from typing import Any
 
 from sqlalchemy import Engine, select
 
+from pipeline.paths import demo_dir
+
 logger = logging.getLogger(__name__)
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-DEMO_SCENARIOS = REPO_ROOT / "data" / "demo" / "scenarios.jsonl"
+DEMO_SCENARIOS = demo_dir() / "scenarios.jsonl"
 SCENARIO_PREFIX = "bench-"
 
 

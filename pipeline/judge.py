@@ -1,7 +1,7 @@
 """The LLM judge for itinerary levels I-III, and the combined results (S, J_judge, J, J_final, flag).
 
 The judge asks an OpenAI-compatible model (temperature 0) to grade each itinerary response 0-5 by
-the rubric in ``data/prompts/judge_rubric.md``. Answers are cached by ``(prompt hash, judge model)``
+the rubric in ``pipeline/resources/prompts/judge_rubric.md``. Answers are cached by ``(prompt hash, judge model)``
 in a JSONL cache, so a re-run makes no new calls; requests go through the generation backend's
 concurrency bound and retry policy. An answer that cannot be parsed, or a score outside 0..5, keeps
 its raw text and gets ``J_judge = None``, which sends the item to human adjudication.
@@ -49,7 +49,7 @@ _BARE_NUMBER = re.compile(r"^\s*(?:score\s*[:=]?\s*)?(-?\d+(?:\.\d+)?)\s*(?:/\s*
 
 
 def load_rubric(path: Path | None = None) -> str:
-    """Return the rubric text (``data/prompts/judge_rubric.md`` unless ``path`` is given)."""
+    """Return the rubric text (``pipeline/resources/prompts/judge_rubric.md`` unless ``path`` is given)."""
     return (path or prompts_dir() / RUBRIC_FILE).read_text(encoding="utf-8").strip()
 
 

@@ -1,23 +1,36 @@
-"""Where the bundled data files live (overridable with ``H2H_DATA_DIR``)."""
+"""Where the data files shipped inside the package live: prompts, the SAP block, the judge rubric, the demo data.
+
+They are package data (``pipeline/resources/``), found with :mod:`importlib.resources`, so a wheel
+install has them as well as a checkout. ``H2H_DATA_DIR`` points at another folder of the same layout
+(``prompts/``, ``demo/``) — e.g. a team's own prompt versions — without editing the installed package.
+"""
 
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+
+def bundled_resources() -> Path:
+    """The ``pipeline/resources`` folder of the installed package.
+
+    A wheel or editable install unpacks package data as plain files, so the traversable is a real directory.
+    """
+    return Path(str(resources.files("pipeline").joinpath("resources")))
 
 
 def data_dir() -> Path:
-    """Return the bundled ``data/`` folder, or ``$H2H_DATA_DIR`` where set."""
-    return Path(os.environ.get("H2H_DATA_DIR", REPO_ROOT / "data"))
+    """Return ``$H2H_DATA_DIR`` where set, else the bundled resources folder."""
+    override = os.environ.get("H2H_DATA_DIR")
+    return Path(override) if override else bundled_resources()
 
 
 def prompts_dir() -> Path:
-    """``data/prompts``: the prompt templates, the SAP block and the judge rubric."""
+    """``prompts/``: the prompt templates, the SAP block and the judge rubric."""
     return data_dir() / "prompts"
 
 
 def demo_dir() -> Path:
-    """``data/demo``: the bundled demo scenarios and demo-system responses."""
+    """``demo/``: the bundled demo scenarios and demo-system responses."""
     return data_dir() / "demo"

@@ -3,12 +3,12 @@
 Steps (each one reuses what an earlier run left, so running the demo twice changes nothing):
 
 1. a folder (``./h2h-demo`` by default) with a SQLite store ``studio.sqlite`` and a run directory ``run/``;
-2. the bundled ``data/demo`` scenarios and responses copied into the run directory;
+2. the bundled demo scenarios (``pipeline/resources/demo``) and responses copied into the run directory;
 3. ``score_run`` with the offline ``minilm`` embedder, then results with no judge (every itinerary
    level I–III response is flagged for adjudication);
 4. the store migrated to head and the run ingested;
 5. demo accounts (annotators, experts, a curator, a researcher, an admin) with documented passwords;
-6. one open campaign per workflow in ``annotation_schemas/``.
+6. one open campaign per bundled workflow (``studio/annotation_schemas/``).
 """
 
 from __future__ import annotations
@@ -149,7 +149,7 @@ def prepare_demo(
     """Build (or bring up to date) the demo: run directory, scored results, store, accounts, campaigns.
 
     Idempotent: a second call resumes the pipeline, re-ingests without duplicates, and creates no
-    second account or campaign. ``source`` overrides the bundled ``data/demo`` folder (tests use it).
+    second account or campaign. ``source`` overrides the bundled demo folder (tests use it).
     """
     from studio.db import create_db_engine, upgrade_db
     from studio.ingest import ingest_run

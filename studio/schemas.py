@@ -1,4 +1,4 @@
-"""Annotation workflows as data: ``annotation_schemas/*.yaml`` parsed into pydantic models.
+"""Annotation workflows as data: ``studio/annotation_schemas/*.yaml`` (package data) parsed into pydantic models.
 
 A workflow schema names what is annotated (``target``), by whom (``eligible_roles``), by how many
 people (``people_per_item``), what is asked (``questions``: a discriminated union on ``type``) and how
@@ -11,13 +11,12 @@ from __future__ import annotations
 import math
 import re
 from functools import cached_property
+from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from pipeline.paths import REPO_ROOT
 
 Role = Literal["annotator", "expert", "curator", "researcher", "admin"]
 ROLES: tuple[str, ...] = ("annotator", "expert", "curator", "researcher", "admin")
@@ -31,8 +30,8 @@ DEFAULT_TEXT_LIMIT = 4000
 
 
 def default_schemas_dir() -> Path:
-    """Return the repository's ``annotation_schemas/`` folder."""
-    return REPO_ROOT / "annotation_schemas"
+    """Return the bundled ``annotation_schemas/`` folder, shipped inside the ``studio`` package (a wheel has it)."""
+    return Path(str(resources.files("studio").joinpath("annotation_schemas")))
 
 
 class AnswerValidationError(ValueError):

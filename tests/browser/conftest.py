@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser.store_fixture import PASSWORD, StoreFixture, build_store
+from tests.requirements import require
 from tests.serving import serve_in_thread
 
 CHROMIUM = "/usr/bin/chromium"
@@ -48,8 +49,7 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
 # and tests outside this package (asyncio.run in the pipeline's tests) must start after it has stopped.
 @pytest.fixture(scope="package")
 def browser() -> Iterator[object]:
-    if not Path(CHROMIUM).exists():
-        pytest.skip(f"{CHROMIUM} is missing: apt-get install chromium (tests/run.sh does)")
+    require(Path(CHROMIUM).exists(), f"{CHROMIUM} is missing: apt-get install chromium (tests/run.sh does)")
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:

@@ -27,11 +27,11 @@ from pipeline.judge import (
     prompt_hash,
     run_judge,
 )
-from pipeline.paths import REPO_ROOT
 from pipeline.records import Judgment, Response, Result, Scenario, Score, ScoreSignature, record_key
 from pipeline.rundir import RunDir
 from tests.pipeline.conftest import make_scenarios
 from tests.pipeline.fake_openai import FakeOpenAI, Fault
+from tests.repo import REPO_ROOT
 
 SIGNATURE = ScoreSignature(sacrebleu="2.5", rouge_score="0.1.2", tokenizer="13a+cjk", embedder="none")
 

@@ -24,7 +24,7 @@ from pipeline.records import SUBTASKS, Scenario, ScenarioContext
 
 @pytest.fixture
 def prompt_copy(tmp_path: Path) -> Path:
-    """A private copy of data/prompts that a test may edit."""
+    """A private copy of the bundled prompts that a test may edit."""
     directory = tmp_path / "prompts"
     shutil.copytree(prompts_dir(), directory)
     return directory

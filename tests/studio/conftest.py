@@ -20,6 +20,7 @@ from studio.models import ROLES, CampaignPublic, UserPublic
 from studio.schemas import load_schemas
 from studio.services.auth import hash_password
 from studio.services.campaigns import create_campaign
+from tests.requirements import require
 
 # Re-exported: other test modules still import these names from here.
 from tests.studio.helpers import MODELS, PASSWORD, add_people, crowd_vote, make_scenarios, study, write_run
@@ -36,7 +37,7 @@ def postgres_url() -> Iterator[str]:
     try:
         admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True, connect_timeout=3)
     except psycopg.OperationalError as error:
-        pytest.skip(f"PostgreSQL at 127.0.0.1:5432 is not reachable: {error}")
+        require(False, f"PostgreSQL at 127.0.0.1:5432 is not reachable: {error} (tests/run.sh starts it)")
     admin.execute(f'CREATE DATABASE "{name}"')
     url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
     upgrade_db(url)

@@ -21,7 +21,7 @@ SAMPLE_IDS = ("demo-dialogue_base-001", "demo-dialogue_emotion-003", "demo-itine
 
 @pytest.fixture(scope="module")
 def sample_source(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A small copy of data/demo (same format, three scenarios and their 18 responses)."""
+    """A small copy of the bundled demo data (same format, three scenarios and their 18 responses)."""
     folder = tmp_path_factory.mktemp("demo-source")
     for name, key in (("scenarios.jsonl", "id"), ("responses.jsonl", "scenario_id")):
         lines = (demo_dir() / name).read_text(encoding="utf-8").splitlines()

@@ -13,7 +13,6 @@ import pytest
 from click.testing import CliRunner
 
 from pipeline.commands.score import OUTPUT_FIELDS, score_command, score_pairs_command
-from pipeline.paths import REPO_ROOT
 from pipeline.records import Response, Score
 from pipeline.rundir import RunDir
 from pipeline.scoring.combine import combine_s
@@ -21,6 +20,7 @@ from pipeline.scoring.embedding import Embedder
 from pipeline.scoring.lexical import LibraryScorer
 from tests.pipeline.scoring.cases import NAMED_PAIRS
 from tests.pipeline.scoring.test_run import make_run
+from tests.repo import REPO_ROOT
 
 
 def write_pairs(path: Path, rows: list[dict | str]) -> Path:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pipeline.jsonl import read_records, write_records
-from pipeline.paths import REPO_ROOT
+from pipeline.paths import demo_dir
 from pipeline.records import Response, Scenario, Score
 from pipeline.rundir import RunDir
 from pipeline.scoring.combine import combine_s
@@ -17,7 +17,7 @@ from pipeline.scoring.embedding import Embedder
 from pipeline.scoring.lexical import LibraryScorer
 from pipeline.scoring.run import ScoringError, score_run
 
-DEMO = REPO_ROOT / "data" / "demo"
+DEMO = demo_dir()
 BLOCK = 12  # the demo has 6 responses per scenario: blocks of two scenarios, 12 responses
 
 

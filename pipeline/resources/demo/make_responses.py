@@ -1,9 +1,9 @@
-"""Rebuild ``data/demo/responses.jsonl`` from ``data/demo/scenarios.jsonl`` (deterministic).
+"""Rebuild ``pipeline/resources/demo/responses.jsonl`` from ``scenarios.jsonl`` beside it (deterministic).
 
 The three demo systems are fixtures, not models: each answer is derived by a fixed rule from the
 scenario (see README.md). Run from the repository root after changing scenarios or prompt files::
 
-    python data/demo/make_responses.py
+    python pipeline/resources/demo/make_responses.py
 """
 
 from __future__ import annotations
