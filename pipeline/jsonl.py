@@ -1,8 +1,11 @@
 """JSON Lines reading and crash-safe appending.
 
 Readers report bad input as ``file:line: field: problem`` (:class:`RecordError`) and never skip a
-line silently. Appenders write whole lines and fsync, and repair a torn last line left by a kill,
-so a resumed stage sees exactly the records that were completely written.
+line silently, and never modify the file they read. A pipeline stage reading its own run files may pass
+``torn_tail="skip"``: an unparsable last line without its newline (what a kill leaves) is then left out
+with a warning. Only appenders repair such a line — when a stage resumes writing the file — so a resumed
+stage sees exactly the records that were completely written. Input handed to other commands (``h2h ingest``)
+is read with the default ``torn_tail="error"``.
 """
 
 from __future__ import annotations
@@ -11,15 +14,25 @@ import codecs
 import json
 import logging
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ValidationError
+
+from pipeline.records import UNSTORABLE_TEXT
 
 logger = logging.getLogger(__name__)
 
 RecordT = TypeVar("RecordT", bound=BaseModel)
+KeyT = TypeVar("KeyT", bound=Hashable)
+#: What a reader does with an unparsable last line that has no newline (a write cut short by a kill).
+TornTail = Literal["skip", "error"]
+TORN_TAIL_PROBLEM = (
+    "incomplete last line (it has no newline and is not valid JSON): a stage killed while writing leaves one; "
+    "re-run that stage (it repairs the file and resumes) or remove the line"
+)
 
 
 class RecordError(ValueError):
@@ -34,16 +47,24 @@ def validation_problems(path: Path | str, line: int, error: ValidationError) -> 
     """Turn a pydantic error into one :class:`RecordError` per offending field."""
     problems = []
     for item in error.errors():
-        field = ".".join(str(part) for part in item["loc"]) or "(record)"
+        location = list(item["loc"])
+        if item["type"] == UNSTORABLE_TEXT:  # raised once per record (cheap); its context names the field
+            location.append(item.get("ctx", {}).get("field", ""))
+        field = ".".join(str(part) for part in location if part != "") or "(record)"
         problems.append(RecordError(path, line, field, item["msg"]))
     return problems
 
 
-def parse_json_line(path: Path | str, line_number: int, text: str) -> dict:
-    """Parse one JSONL line into an object, or raise :class:`RecordError` saying why not."""
+def parse_json_line(path: Path | str, line_number: int, text: str) -> dict[str, Any]:
+    """Parse one JSONL line into an object, or raise :class:`RecordError` saying why not.
+
+    A line without its newline (only the last can be) that is not valid JSON is reported as a torn last line.
+    """
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
+        if not text.endswith("\n"):
+            raise RecordError(path, line_number, "(line)", TORN_TAIL_PROBLEM) from exc
         raise RecordError(path, line_number, "(line)", f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
     if not isinstance(value, dict):
         raise RecordError(path, line_number, "(line)", f"expected a JSON object, got {type(value).__name__}")
@@ -78,14 +99,27 @@ def checked_lines(path: Path | str, problems: list[RecordError]) -> Iterator[tup
         problems.append(exc)
 
 
-def read_records(path: Path | str, model: type[RecordT]) -> list[RecordT]:
+def is_torn_tail(error: RecordError) -> bool:
+    """Whether ``error`` reports an incomplete last line (see :data:`TORN_TAIL_PROBLEM`)."""
+    return error.problem == TORN_TAIL_PROBLEM
+
+
+def read_records(path: Path | str, model: type[RecordT], *, torn_tail: TornTail = "error") -> list[RecordT]:
     """Read every line of ``path`` as ``model``; raise the first :class:`RecordError` on bad input.
 
-    Use :func:`check_records` to collect every problem of a file instead.
+    ``torn_tail="skip"`` leaves out an incomplete last line with a warning (a run file a stage is still
+    writing or was killed writing); the file itself is never changed. Use :func:`check_records` to collect
+    every problem of a file instead.
     """
     records = []
     for number, text in iter_lines(path):
-        data = parse_json_line(path, number, text)
+        try:
+            data = parse_json_line(path, number, text)
+        except RecordError as exc:
+            if torn_tail == "skip" and is_torn_tail(exc):
+                logger.warning("%s; left out of this read", exc)
+                continue
+            raise
         try:
             records.append(model.model_validate(data))
         except ValidationError as exc:
@@ -115,6 +149,40 @@ def check_records(path: Path | str, model: type[BaseModel]) -> list[RecordError]
     return validate_lines(path, model)[1]
 
 
+@dataclass
+class KeyedRecords(Generic[KeyT, RecordT]):
+    """The records of one file by key, and what repeated keys the file holds.
+
+    ``records`` keeps each key's first line. ``repeats`` names later lines equal to the first (harmless, but
+    reported); ``conflicts`` names later lines that differ from it — the caller must refuse those rather than
+    pick one silently.
+    """
+
+    records: dict[KeyT, RecordT] = field(default_factory=dict)
+    repeats: list[RecordError] = field(default_factory=list)
+    conflicts: list[RecordError] = field(default_factory=list)
+
+
+def index_by_key(
+    path: Path | str, numbered: Iterable[tuple[int, RecordT]], key_of: Callable[[RecordT], KeyT]
+) -> KeyedRecords[KeyT, RecordT]:
+    """Index ``(line number, record)`` pairs by ``key_of(record)``, sorting repeated keys into repeats and
+    conflicts (see :class:`KeyedRecords`); each is a :class:`RecordError` on the later line naming the first."""
+    keyed: KeyedRecords[KeyT, RecordT] = KeyedRecords()
+    first_line: dict[KeyT, int] = {}
+    for number, record in numbered:
+        key = key_of(record)
+        if key not in keyed.records:
+            keyed.records[key], first_line[key] = record, number
+            continue
+        same = keyed.records[key] == record
+        problem = f"{key!r} repeats line {first_line[key]}" + (
+            " with the same content (ignored)" if same else " with different content"
+        )
+        (keyed.repeats if same else keyed.conflicts).append(RecordError(path, number, "key", problem))
+    return keyed
+
+
 def repair_torn_tail(path: Path) -> bool:
     """Cut a last line that a kill left without its newline; return whether anything was cut."""
     if not path.exists() or path.stat().st_size == 0:
@@ -123,8 +191,8 @@ def repair_torn_tail(path: Path) -> bool:
         handle.seek(-1, os.SEEK_END)
         if handle.read(1) == b"\n":
             return False
-        data = handle.seek(0) or handle.read()
-        keep = data.rfind(b"\n") + 1
+        handle.seek(0)
+        keep = handle.read().rfind(b"\n") + 1
         handle.truncate(keep)
     logger.warning("%s: dropped a torn last line left by an interrupted run", path)
     return True
@@ -139,11 +207,11 @@ class JsonlAppender:
         repair_torn_tail(self.path)
         self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
 
-    def append(self, record: BaseModel | dict) -> None:
+    def append(self, record: BaseModel | dict[str, Any]) -> None:
         """Write one record as one line and fsync it."""
         self.extend((record,))
 
-    def extend(self, records: Iterable[BaseModel | dict]) -> None:
+    def extend(self, records: Iterable[BaseModel | dict[str, Any]]) -> None:
         """Write whole lines for ``records``, then flush and fsync once (cheap for large batches)."""
         for record in records:
             data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
@@ -161,7 +229,7 @@ class JsonlAppender:
         self.close()
 
 
-def write_records(path: Path | str, records: Iterable[BaseModel | dict]) -> int:
+def write_records(path: Path | str, records: Iterable[BaseModel | dict[str, Any]]) -> int:
     """Write ``records`` to ``path`` atomically (temp file + rename); return how many were written."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -6,10 +6,12 @@ generation are keyed by ``(scenario_id, model, variant)``; see :func:`record_key
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Any, Literal, Self
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
 from pipeline.taxonomy import ALPHA as ALPHA
 from pipeline.taxonomy import DIMENSION_OF_SUBTASK as DIMENSION_OF_SUBTASK
@@ -29,10 +31,44 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+#: Characters no store can hold as text: NUL (PostgreSQL's text type refuses it) and lone UTF-16 surrogates
+#: (JSON escapes like "\ud800" that pair with nothing: not Unicode text, and UTF-8 cannot encode them).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: The pydantic error type of unstorable text; its context names the field (``pipeline.jsonl`` adds it to the path).
+UNSTORABLE_TEXT = "unstorable_text"
+
+
+def unstorable_text_problem(value: Any) -> str | None:
+    """Why ``value`` (a string, or lists / dicts of them, keys included) cannot be stored as text, or None."""
+    if isinstance(value, str):
+        found = _UNSTORABLE.search(value)
+        if found is None:
+            return None
+        char = found.group()
+        kind = "a NUL character (\\u0000)" if char == "\x00" else f"a lone surrogate (\\u{ord(char):04x})"
+        return f"contains {kind} at character {found.start() + 1}: not storable text; remove or fix that escape"
+    if isinstance(value, dict):
+        return next(filter(None, (unstorable_text_problem(part) for item in value.items() for part in item)), None)
+    if isinstance(value, list | tuple):
+        return next(filter(None, (unstorable_text_problem(part) for part in value)), None)
+    return None
+
+
 class Record(BaseModel):
-    """Base of every stored record: unknown fields are an error, so typos never pass silently."""
+    """Base of every stored record: unknown fields are an error, so typos never pass silently, and text that no
+    store can hold (NUL, lone surrogates) is refused here — by ``h2h validate`` and ``h2h ingest`` alike."""
 
     model_config = ConfigDict(extra="forbid")
+
+    @model_validator(mode="after")
+    def _storable_text(self) -> Self:
+        # One call per record (not per field): reading a run's files stays cheap. Nested records check themselves.
+        for name, value in self.__dict__.items():
+            if isinstance(value, str | list | dict):
+                problem = unstorable_text_problem(value)
+                if problem is not None:
+                    raise PydanticCustomError(UNSTORABLE_TEXT, "{problem}", {"field": name, "problem": problem})
+        return self
 
 
 class ScorePair(Record):

@@ -27,7 +27,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from pipeline.jsonl import JsonlAppender, read_records, repair_torn_tail
+from pipeline.jsonl import JsonlAppender, read_records
 from pipeline.records import Judgment, Response, Result, Scenario, Score, utc_now
 
 logger = logging.getLogger(__name__)
@@ -77,15 +77,16 @@ class RunDir:
         return {scenario.id: scenario for scenario in read_records(self.scenarios, Scenario)}
 
     def load(self, path: Path, model: type[RecordT]) -> dict[tuple[str, str, str], RecordT]:
-        """Return the records of ``path`` by key; a torn last line from a kill is dropped first.
+        """Return the records of ``path`` by key, for a stage of this run (the file is never changed).
 
-        A key written twice (possible only if two processes ran one stage at once) keeps the first.
+        An incomplete last line (a stage killed while writing) is left out with a warning; the stage that
+        appends to the file repairs it when it resumes. A key written twice (possible only if two processes ran
+        one stage at once) keeps the first. ``h2h ingest`` reads run files strictly instead (studio.ingest).
         """
         if not path.exists():
             return {}
-        repair_torn_tail(path)
         records: dict[tuple[str, str, str], RecordT] = {}
-        for record in read_records(path, model):
+        for record in read_records(path, model, torn_tail="skip"):
             records.setdefault(record.key, record)
         return records
 
@@ -115,7 +116,8 @@ class RunDir:
         """The manifest's content (``{"stages": []}`` before any stage ran)."""
         if not self.manifest.exists():
             return {"stages": []}
-        return json.loads(self.manifest.read_text(encoding="utf-8"))
+        manifest: dict[str, Any] = json.loads(self.manifest.read_text(encoding="utf-8"))
+        return manifest
 
 
 def model_dump_line(record: BaseModel) -> str:

@@ -3,6 +3,13 @@
 Idempotent: re-ingesting the same run changes nothing; a scenario whose text changed is updated
 in place (its id stays) and the change is audit-logged. Everything is read and checked before the
 first write, and all writes are one transaction: a bad file stores nothing and loses nothing.
+
+The run's files are the user's input here, read strictly and never modified: every bad line — invalid JSON,
+a field that does not validate, text no store can hold, an incomplete last line left by a killed stage — is
+reported as ``file:line: field: problem``, all of them at once, and nothing is stored. A key (a scenario id,
+or a response's ``(scenario_id, model, variant)``) on two lines with different content is refused the same
+way (the rule: the run must say one thing per key); two identical lines are harmless, ingested once and
+reported in :attr:`IngestReport.repeated_lines`.
 """
 
 from __future__ import annotations
@@ -10,15 +17,17 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import Engine, insert, select, update
-from sqlmodel import Session
+from sqlmodel import Session, col
 from tqdm import tqdm
 
+from pipeline.jsonl import KeyedRecords, RecordError, index_by_key, validate_lines
 from pipeline.records import JUDGED_SUBTASKS, Judgment, Response, Result, Scenario, Score, record_key
 from pipeline.rundir import RunDir
 from pipeline.scoring.combine import combine_j
@@ -29,11 +38,18 @@ logger = logging.getLogger(__name__)
 
 BATCH = 2000
 Key = tuple[str, str, str]
+RecordT = TypeVar("RecordT", Scenario, Response, Score, Judgment, Result)
 SCORE_FIELDS = ("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")
 RESULT_FIELDS = ("J_judge", "J", "J_final", "judge_model", "judge_prompt_version")
 
 
+#: How many problems an :class:`IngestError`'s message lists (all of them stay in ``problems``).
+SHOWN_PROBLEMS = 20
+
+
 class IngestReport(BaseModel):
+    #: ``file:line: key: ...`` of lines that repeat an earlier line of their file exactly (ingested once).
+    repeated_lines: list[str] = []
     scenarios_added: int = 0
     scenarios_updated: int = 0
     responses_added: int = 0
@@ -44,7 +60,54 @@ class IngestReport(BaseModel):
 
 
 class IngestError(ValueError):
-    """The run directory is inconsistent (e.g. a response to an unknown scenario); names the file."""
+    """The run directory is inconsistent (e.g. a response to an unknown scenario); names the file.
+
+    ``problems`` holds every bad line found (``file:line: field: problem``) when the files themselves are bad.
+    """
+
+    def __init__(self, message: str, problems: list[RecordError] | None = None) -> None:
+        super().__init__(message)
+        self.problems = problems or []
+
+
+@dataclass
+class RunFiles:
+    """A run directory's records, read strictly (see the module docstring), by key."""
+
+    scenarios: dict[str, Scenario]
+    responses: dict[Key, Response]
+    scores: dict[Key, Score]
+    repeated_lines: list[str]
+
+
+def _read_strictly(
+    path: Path, model: type[RecordT], key_of: Callable[[RecordT], Any], problems: list[RecordError]
+) -> KeyedRecords[Any, RecordT]:
+    """Every line of ``path`` (when it exists) validated as ``model`` and indexed by key; bad lines and
+    conflicting keys go to ``problems``. The file is only read."""
+    if not path.exists():
+        return KeyedRecords()
+    numbered, bad_lines = validate_lines(path, model)
+    keyed = index_by_key(path, numbered, key_of)
+    problems.extend(bad_lines + keyed.conflicts)
+    return keyed
+
+
+def read_run_files(run: RunDir) -> RunFiles:
+    """Read and check every record file of ``run``; raise :class:`IngestError` listing every problem."""
+    problems: list[RecordError] = []
+    scenarios = _read_strictly(run.scenarios, Scenario, lambda scenario: scenario.id, problems)
+    responses = _read_strictly(run.responses, Response, record_key, problems)
+    scores = _read_strictly(run.scores, Score, record_key, problems)
+    judgments = _read_strictly(run.judgments, Judgment, record_key, problems)
+    results = _read_strictly(run.results, Result, record_key, problems)
+    if problems:
+        problems.sort(key=lambda problem: (problem.path, problem.line))
+        listed = "\n".join(str(problem) for problem in problems[:SHOWN_PROBLEMS])
+        more = f"\n... and {len(problems) - SHOWN_PROBLEMS} more" if len(problems) > SHOWN_PROBLEMS else ""
+        raise IngestError(f"{len(problems)} problem(s) in {run.root}; nothing was stored:\n{listed}{more}", problems)
+    repeats = [*scenarios.repeats, *responses.repeats, *scores.repeats, *judgments.repeats, *results.repeats]
+    return RunFiles(scenarios.records, responses.records, scores.records, [str(repeat) for repeat in repeats])
 
 
 def _batches(rows: list[dict[str, Any]], label: str) -> Iterator[list[dict[str, Any]]]:
@@ -76,7 +139,9 @@ def scenario_row(scenario: Scenario) -> dict[str, Any]:
 
 
 def _ingest_scenarios(session: Session, scenarios: Iterable[Scenario], actor: str, report: IngestReport) -> None:
-    stored = dict(session.execute(select(ScenarioRow.id, ScenarioRow.content_hash)).all())
+    stored: dict[str, str] = {
+        row.id: row.content_hash for row in session.execute(select(col(ScenarioRow.id), col(ScenarioRow.content_hash)))
+    }
     added, changed = [], []
     for scenario in scenarios:
         row = scenario_row(scenario)
@@ -106,7 +171,13 @@ def _ingest_responses(session: Session, responses: Iterable[Response], report: I
     stored = {
         (sid, model, variant): (rid, text)
         for rid, sid, model, variant, text in session.execute(
-            select(ResponseRow.id, ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant, ResponseRow.text)
+            select(
+                col(ResponseRow.id),
+                col(ResponseRow.scenario_id),
+                col(ResponseRow.model),
+                col(ResponseRow.variant),
+                col(ResponseRow.text),
+            )
         )
     }
     added, changed = [], []
@@ -131,7 +202,7 @@ def _ingest_responses(session: Session, responses: Iterable[Response], report: I
     return {
         (sid, model, variant): rid
         for rid, sid, model, variant in session.execute(
-            select(ResponseRow.id, ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant)
+            select(col(ResponseRow.id), col(ResponseRow.scenario_id), col(ResponseRow.model), col(ResponseRow.variant))
         )
     }
 
@@ -246,14 +317,15 @@ def ingest_run(
     if not run.scenarios.exists():
         # an upstream release folder or a typo'd path would otherwise "ingest" nothing and exit 0
         raise IngestError(f"{run.scenarios}: not found; {run.root} is not a run directory (h2h generate makes one)")
-    scenarios = run.load_scenarios()
-    responses = run.load(run.responses, Response)
-    scores = run.load(run.scores, Score)
+    files = read_run_files(run)
+    scenarios, responses, scores = files.scenarios, files.responses, files.scores
     results = load_results(run, scenarios, scores)
-    report = IngestReport()
+    report = IngestReport(repeated_lines=files.repeated_lines)
+    for repeat in files.repeated_lines:
+        logger.warning("%s", repeat)
     with write_session(engine) as session:
         _ingest_scenarios(session, scenarios.values(), actor, report)
-        known = set(session.execute(select(ScenarioRow.id)).scalars())
+        known = set(session.execute(select(col(ScenarioRow.id))).scalars())
         for key in responses:
             if key[0] not in known:
                 raise IngestError(f"{run.responses}: response {key} names unknown scenario_id {key[0]!r}")

@@ -31,10 +31,19 @@ def ingest(run_dir: Path, replace: bool, db_url: str | None) -> None:
     with open_store(db_url) as engine:
         try:
             report = ingest_run(engine, run_dir, replace=replace)
-        except (IngestError, RecordError) as error:
+        except IngestError as error:
+            for problem in error.problems:  # every bad line, one per line; the message lists the first ones
+                click.echo(str(problem), err=True)
+            summary = f"{len(error.problems)} problem(s) in {run_dir}; nothing was stored" if error.problems else ""
+            raise click.ClickException(summary or str(error)) from None
+        except RecordError as error:
             raise click.ClickException(str(error)) from None
-    for name, value in report.model_dump().items():
+    for repeat in report.repeated_lines:
+        click.echo(f"note: {repeat}", err=True)
+    for name, value in report.model_dump(exclude={"repeated_lines"}).items():
         click.echo(f"{name}: {value}")
+    if report.repeated_lines:
+        click.echo(f"repeated_lines: {len(report.repeated_lines)} (identical lines, ingested once; listed above)")
 
 
 @click.group("db")

@@ -65,3 +65,16 @@ def test_validate_and_import_upstream_report_a_gbk_file(tmp_path: Path) -> None:
     result = CliRunner().invoke(build_cli(), ["import-upstream", str(release), "-o", str(output)])
     assert result.exit_code == 1 and "dialogue_emotion.jsonl:1: (line): not UTF-8 text" in result.output
     assert not output.exists()
+
+
+def test_a_stage_reading_its_run_file_skips_a_torn_tail_without_changing_the_file(tmp_path: Path) -> None:
+    from pipeline.jsonl import read_records
+    from pipeline.records import ScorePair
+
+    path = tmp_path / "pairs.jsonl"
+    path.write_text('{"id": 1, "hypothesis": "a", "reference": "b"}\n{"id": 2, "hypo', encoding="utf-8")
+    before = path.read_bytes()
+    assert [pair.id for pair in read_records(path, ScorePair, torn_tail="skip")] == [1]
+    assert path.read_bytes() == before
+    with pytest.raises(RecordError, match=r"pairs\.jsonl:2: \(line\): incomplete last line"):
+        read_records(path, ScorePair)
