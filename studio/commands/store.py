@@ -28,7 +28,7 @@ def ingest(run_dir: Path, replace: bool, db_url: str | None) -> None:
     from pipeline.jsonl import RecordError
     from studio.ingest import IngestError, ingest_run
 
-    with open_store(db_url) as engine:
+    with open_store(db_url, create=True) as engine:
         try:
             report = ingest_run(engine, run_dir, replace=replace)
         except IngestError as error:
@@ -55,7 +55,7 @@ def db_group() -> None:
 @db_option
 def upgrade(db_url: str | None) -> None:
     """Create or migrate the database to the latest schema."""
-    with open_store(db_url):
+    with open_store(db_url, create=True):
         click.echo("database is at the latest revision")
 
 

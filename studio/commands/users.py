@@ -31,7 +31,7 @@ def add(name: str, role: str, password: str, db_url: str | None) -> None:
     from studio.db import write_session
     from studio.services.auth import create_user
 
-    with open_store(db_url) as engine, write_session(engine) as session:
+    with open_store(db_url, create=True) as engine, write_session(engine) as session:
         user = create_user(session, username=name, password=password, role=role, actor="cli")
     click.echo(f"added {user.username} ({user.role})")
 

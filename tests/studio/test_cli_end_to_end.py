@@ -150,6 +150,9 @@ def test_studio_migrates_a_new_store_and_names_one_it_cannot_open(tmp_path: Path
     from studio.db import create_db_engine
 
     fresh = tmp_path / "fresh.sqlite"
+    refused = h2h("studio", "--db", f"sqlite:///{fresh}")  # no such file: a typo must not serve a new, empty store
+    assert refused.exit_code == 1 and f"no store at {fresh}" in refused.output and not fresh.exists()
+    fresh.touch()  # an empty SQLite file: a store of no schema yet
     with socket.socket() as taken:  # a port in use: the studio gets as far as binding, then stops
         taken.bind(("127.0.0.1", 0))
         taken.listen()
