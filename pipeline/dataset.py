@@ -15,6 +15,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, ValidationError
 
+from pipeline.curation.records import CURATION_FILE_KINDS
 from pipeline.jsonl import RecordError, checked_lines, iter_lines, parse_json_line, validation_problems
 from pipeline.records import (
     SUBTASKS,
@@ -36,6 +37,7 @@ FILE_KINDS: dict[str, type[BaseModel]] = {
     "judgments": Judgment,
     "results": Result,
     "pairs": ScorePair,
+    **CURATION_FILE_KINDS,
 }
 SCORE_METRICS = ("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")
 
@@ -84,7 +86,7 @@ _EXTRA_CHECKS: dict[str, Callable[[Path | str, int, BaseModel], list[RecordError
 
 def record_identity(kind: str, record: BaseModel) -> tuple[str, ...]:
     """Return what must be unique in a file of ``kind``: the id, or the (scenario_id, model, variant) key."""
-    if kind in {"scenarios", "pairs"}:
+    if kind in {"scenarios", "pairs"} or kind in CURATION_FILE_KINDS:
         return (str(record.id),)  # type: ignore[attr-defined]
     return (record.scenario_id, record.model, record.variant)  # type: ignore[attr-defined]
 

@@ -18,6 +18,8 @@ COMMAND_MODULES: tuple[str, ...] = (
     "pipeline.commands.score",
     "pipeline.commands.judge",
     "pipeline.commands.leaderboard",
+    "pipeline.commands.curation",
+    "pipeline.commands.faireval",
     "studio.commands.validate",
     "studio.commands.store",
     "studio.commands.users",

@@ -139,7 +139,9 @@ def ask_all(
     return answers, stats
 
 
-def openai_backend(*, model: str, base_url: str | None, api_key: str | None, concurrency: int, timeout: float) -> Backend:
+def openai_backend(
+    *, model: str, base_url: str | None, api_key: str | None, concurrency: int, timeout: float
+) -> Backend:
     """The OpenAI-compatible backend for ``model`` (the same retry policy as ``h2h generate`` and the judge)."""
     from pipeline.generation.openai_compat import OpenAIBackend
 

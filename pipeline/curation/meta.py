@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pipeline.curation.records import RoleplayFlag, TemplateFlag
 
 _META_WORDS = (
-    r"注[:：]|备注|说明[:：]|角色设定|人物设定|人设|设定不符|不符合|重新生成|已根据|检测到|根据规则|根据要求|按照要求|"
+    r"注[:：]|备注|说明[:：]|角色设定|人物设定|人设|设定不符|不符合|重新生成|已根据|检测到|根据规则|根据要求|"
+    r"按照要求|"
     r"改写|调整了|输出格式|字数|以上(?:回复|内容)|作为AI|"
     r"[Nn]ote[:：]|[Nn]ote that|[Aa]s per|[Rr]ewritten|[Rr]egenerat|[Pp]ersona|[Cc]haracter setting|"
     r"[Oo]ut of character|\bOOC\b|[Ii]n character|[Aa]djusted (?:the|to)"
@@ -28,8 +29,10 @@ META_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "rewrite_label",
         re.compile(
-            r"(?m)^\s*(?:改写后|修改后|优化后|重写后|润色后|调整后|以下是(?:改写|修改|优化|重写|调整)后?的?(?:内容|回复|版本)?"
-            r"|Rewritten(?: version)?|Revised(?: version)?|Here is the (?:rewritten|revised) (?:version|reply|response))"
+            r"(?m)^\s*(?:改写后|修改后|优化后|重写后|润色后|调整后"
+            r"|以下是(?:改写|修改|优化|重写|调整)后?的?(?:内容|回复|版本)?"
+            r"|Rewritten(?: version)?|Revised(?: version)?"
+            r"|Here is the (?:rewritten|revised) (?:version|reply|response))"
             r"\s*[:：]\s*"
         ),
     ),
@@ -55,8 +58,9 @@ ROLEPLAY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
         "en_ai_self_reference",
         re.compile(
             r"\b[Aa]s an AI\b|\b[Aa]s a (?:large )?language model\b"
-            r"|\bI(?:'m| am) (?:just )?(?:an|a) (?:AI|artificial intelligence|(?:large )?language model|virtual assistant"
-            r"|chatbot|AI assistant)\b|\bI (?:don't|do not) have (?:feelings|emotions|a body)\b|\bChatGPT\b|\bOpenAI\b"
+            r"|\bI(?:'m| am) (?:just )?(?:an|a) (?:AI|artificial intelligence|(?:large )?language model"
+            r"|virtual assistant|chatbot|AI assistant)\b|\bI (?:don't|do not) have (?:feelings|emotions|a body)\b"
+            r"|\bChatGPT\b|\bOpenAI\b"
         ),
     ),
 )
@@ -112,7 +116,11 @@ def template_flags(reference: str, user_input: str) -> list[TemplateFlag]:
     flags = []
     if len(_MEANINGFUL.findall(reference)) < 2:
         reason = "the reference has no content (fewer than two letters or characters)"
-        flags.append(TemplateFlag(field="reference", source="rule:empty_substance", reason=reason, rule="empty_substance", text=reference))
+        flags.append(
+            TemplateFlag(
+                field="reference", source="rule:empty_substance", reason=reason, rule="empty_substance", text=reference
+            )
+        )
     for rule, pattern in TEMPLATE_RULES:
         for match in pattern.finditer(reference):
             flags.append(
@@ -127,7 +135,11 @@ def template_flags(reference: str, user_input: str) -> list[TemplateFlag]:
             )
     if user_input.strip() and _normalised(reference) == _normalised(user_input):
         reason = "the reference repeats the user's input"
-        flags.append(TemplateFlag(field="reference", source="rule:copies_input", reason=reason, rule="copies_input", text=reference))
+        flags.append(
+            TemplateFlag(
+                field="reference", source="rule:copies_input", reason=reason, rule="copies_input", text=reference
+            )
+        )
     return flags
 
 

@@ -28,19 +28,17 @@ from typing import Any
 
 from pipeline.curation.pii_recognizers import ENTITY_OF, ENTITY_PRIORITY, LANGUAGE, analyzer
 from pipeline.curation.records import PiiFlag
+from pipeline.paths import data_dir
 
 logger = logging.getLogger(__name__)
 
 _WIDE = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _CJK_NAME = re.compile(r"[\u4e00-\u9fff·]{2,4}")
-#: Words jieba tags ``nr`` that are not names in conversation.
-NOT_NAMES = frozenset(
-    "谢谢 哈哈 嘿嘿 宝贝 亲爱 晚安 早安 加油 欢迎 高兴 明白 小时 老师 老板 妈妈 爸爸 哥哥 姐姐 弟弟 妹妹 "
-    "爷爷 奶奶 阿姨 叔叔 同学 同事 朋友 医生 主人 小姐 先生 女士 伙伴 小伙伴 小可爱 小朋友 安心 温柔 "
-    "陪伴 心情 周末 马上 白天 晚上 早上 时光 祝福 平安 开心 快乐 幸福 安排".split()
-)
 _NAME_PREFIXES = "小老阿"
-_ZH_NAME_CUE = re.compile(r"(?:我叫|我的名字[是叫]|名叫|叫做|名字是)\s*([\u4e00-\u9fff]{2,3})(?=[，,。.！!？?\s、的]|$)")
+NOT_NAMES_FILE = "not_names.txt"
+_ZH_NAME_CUE = re.compile(
+    r"(?:我叫|我的名字[是叫]|名叫|叫做|名字是)\s*([\u4e00-\u9fff]{2,3})(?=[，,。.！!？?\s、的]|$)"
+)
 _EN_NAME_WORD = r"[A-Z][a-z]+(?:[-'][A-Z]?[a-z]+)?"
 _EN_RELATIONS = (
     "friend|best friend|boyfriend|girlfriend|husband|wife|partner|boss|manager|colleague|coworker|co-worker|roommate|"
@@ -50,19 +48,25 @@ _EN_NAME_CUE = re.compile(
     r"(?:\b[Mm]y name is|\b[Mm]y name's|\b[Cc]all me|\bI'm called|\bnamed|\b(?:Mr|Mrs|Ms|Miss|Dr|Prof)\.?"
     rf"|\b[Mm]y (?:{_EN_RELATIONS}),?)\s+({_EN_NAME_WORD}(?:\s+{_EN_NAME_WORD})?)"
 )
-NOT_EN_NAMES = frozenset(
-    "I The A An And But So Then Today Yesterday Tomorrow Monday Tuesday Wednesday Thursday Friday Saturday Sunday "
-    "January February March April May June July August September October November December Is Was Who".split()
-)
 _ROAD_END = ("大街", "大道", "胡同", "路", "街", "巷", "弄")
 _COMPOUND_END = ("小区", "公寓", "花园", "大厦", "新村", "家园", "广场", "苑")
 _ADMIN_END = ("省", "市", "区", "县", "镇", "乡", "村", "自治区")
 _HOUSE_NUMBER = re.compile(r"\s*\d+(?:-\d+)?\s*号(?:院|楼)?")
 _UNITS = re.compile(r"(?:[\u4e00-\u9fffA-Za-z]{0,10}?\d+\s*(?:号楼|栋|幢|座|单元|层|楼|室|号))*")
 _COMPANION_CUES = (
-    re.compile(r"(?:你是|你叫|名字[是叫]|名叫|姓名[:：]\s*|角色[:：]\s*)([\u4e00-\u9fff·]{2,6})(?=[，,。.\s（(、:：的]|$)"),
+    re.compile(
+        r"(?:你是|你叫|名字[是叫]|名叫|姓名[:：]\s*|角色[:：]\s*)([\u4e00-\u9fff·]{2,6})(?=[，,。.\s（(、:：的]|$)"
+    ),
     re.compile(r"(?:You are|You're|Your name is|[Nn]ame:)\s+([A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)(?=[,.;:\s]|$)"),
 )
+
+
+@functools.lru_cache(maxsize=1)
+def not_names() -> frozenset[str]:
+    """Words never taken for names (``pipeline/resources/curation/not_names.txt``): jieba mistags 谢谢 as ``nr``,
+    and "my friend Monday" is no name either."""
+    text = (data_dir() / "curation" / NOT_NAMES_FILE).read_text(encoding="utf-8")
+    return frozenset(line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#"))
 
 
 @dataclass(frozen=True)
@@ -90,7 +94,9 @@ def pattern_hits(text: str) -> list[PiiHit]:
         if entity is None:
             continue
         name = (result.recognition_metadata or {}).get("recognizer_name", result.entity_type)
-        hits.append(PiiHit(entity, result.start, result.end, text[result.start : result.end], f"presidio:{name}", result.score))
+        hits.append(
+            PiiHit(entity, result.start, result.end, text[result.start : result.end], f"presidio:{name}", result.score)
+        )
     return hits
 
 
@@ -117,10 +123,10 @@ def chinese_name_hits(text: str) -> list[PiiHit]:
             continue
         if len(word) == 1 and start > 0 and text[start - 1] in _NAME_PREFIXES:
             start, word = start - 1, text[start - 1 : end]
-        if _CJK_NAME.fullmatch(word) and word not in NOT_NAMES:
+        if _CJK_NAME.fullmatch(word) and word not in not_names():
             hits.append(PiiHit("NAME", start, end, word, f"jieba:{flag}", 0.6))
     for match in _ZH_NAME_CUE.finditer(text):
-        if match.group(1) not in NOT_NAMES:
+        if match.group(1) not in not_names():
             hits.append(PiiHit("NAME", match.start(1), match.end(1), match.group(1), "h2h:zh_name_cue", 0.7))
     return hits
 
@@ -130,9 +136,9 @@ def english_name_hits(text: str) -> list[PiiHit]:
     hits = []
     for match in _EN_NAME_CUE.finditer(text):
         words = match.group(1).split()
-        if words[0] in NOT_EN_NAMES:
+        if words[0] in not_names():
             continue
-        if len(words) > 1 and words[1] in NOT_EN_NAMES:
+        if len(words) > 1 and words[1] in not_names():
             words = words[:1]
         name = " ".join(words)
         start = match.start(1)
@@ -145,7 +151,7 @@ def chinese_address_hits(text: str) -> list[PiiHit]:
     extended left over the place names before them."""
     tokens = _tokens(text)
     hits = []
-    for index, (word, _flag, start, end) in enumerate(tokens):
+    for index, (word, _flag, _start, end) in enumerate(tokens):
         if len(word) >= 2 and word.endswith(_ROAD_END):
             number = _HOUSE_NUMBER.match(text, end)
             if number is None:
@@ -169,10 +175,10 @@ def chinese_address_hits(text: str) -> list[PiiHit]:
 
 def companion_names(persona: str) -> list[str]:
     """The companion's own name(s) as the persona states them ("你是小暖，…", "You are Lily, …")."""
-    names = []
+    names: list[str] = []
     for cue in _COMPANION_CUES:
         names.extend(match.group(1) for match in cue.finditer(persona))
-    return list(dict.fromkeys(name for name in names if name not in NOT_NAMES))
+    return list(dict.fromkeys(name for name in names if name not in not_names()))
 
 
 def occurrences(text: str, needle: str) -> Iterable[tuple[int, int]]:
@@ -275,7 +281,7 @@ def pii_flag(path: str, replacement: Replacement) -> PiiFlag:
 def _anonymizer() -> Any:
     from presidio_anonymizer import AnonymizerEngine
 
-    return AnonymizerEngine()
+    return AnonymizerEngine()  # type: ignore[no-untyped-call]
 
 
 def _flag(path: str, hit: PiiHit, after: str) -> PiiFlag:
@@ -284,7 +290,7 @@ def _flag(path: str, hit: PiiHit, after: str) -> PiiFlag:
         span=(hit.start, hit.end),
         source=hit.source,
         reason=f"{hit.entity.lower().replace('_', ' ')} replaced by {after}",
-        entity=hit.entity,  # type: ignore[arg-type]
+        entity=hit.entity,
         before=hit.text,
         after=after,
     )

@@ -84,7 +84,7 @@ def _pattern_recognizer(entity: str, name: str, regex: str, score: float, valida
     """A Presidio PatternRecognizer for one regex; ``validate(text) -> bool`` filters its matches."""
     from presidio_analyzer import Pattern, PatternRecognizer
 
-    class ValidatedPatternRecognizer(PatternRecognizer):  # type: ignore[misc]
+    class ValidatedPatternRecognizer(PatternRecognizer):
         def validate_result(self, pattern_text: str) -> bool | None:
             return None if validate is None else bool(validate(pattern_text))
 
@@ -104,7 +104,7 @@ def _offline_email_recognizer() -> Any:
 
     extract = tldextract.TLDExtract(suffix_list_urls=(), cache_dir=None)
 
-    class OfflineEmailRecognizer(EmailRecognizer):  # type: ignore[misc]
+    class OfflineEmailRecognizer(EmailRecognizer):
         def validate_result(self, pattern_text: str) -> bool:
             return bool(extract(pattern_text).fqdn)
 
@@ -113,14 +113,21 @@ def _offline_email_recognizer() -> Any:
 
 # A digit run never continues past a match's edges, so parts of longer numbers are not taken.
 _NO_DIGIT_BEFORE, _NO_DIGIT_AFTER = r"(?<![\d.+-])", r"(?![\d])"
-CN_ID_CARD_REGEX = _NO_DIGIT_BEFORE + r"[1-8]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]" + (
-    r"(?![\dA-Za-z])"
+CN_ID_CARD_REGEX = (
+    _NO_DIGIT_BEFORE
+    + r"[1-8]\d{5}(?:19|20)\d{2}(?:0[1-9]|1[0-2])(?:0[1-9]|[12]\d|3[01])\d{3}[\dXx]"
+    + (r"(?![\dA-Za-z])")
 )
 CN_MOBILE_REGEX = _NO_DIGIT_BEFORE + r"(?:\+?86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}" + _NO_DIGIT_AFTER
 BANK_CARD_REGEX = _NO_DIGIT_BEFORE + r"(?:\d{4}[\s-]?){3}\d{4}(?:\d{1,3})?" + _NO_DIGIT_AFTER
-STREET_SUFFIX = r"(?:Street|St\.?|Avenue|Ave\.?|Road|Rd\.?|Boulevard|Blvd\.?|Lane|Ln\.?|Drive|Dr\.?|Court|Ct\.?|Way|Place|Pl\.?|Terrace)"
+STREET_SUFFIX = (
+    r"(?:Street|St\.?|Avenue|Ave\.?|Road|Rd\.?|Boulevard|Blvd\.?|Lane|Ln\.?|Drive|Dr\.?|Court|Ct\.?|Way|Place|Pl\.?"
+    r"|Terrace)"
+)
 STREET_REGEX = (
-    r"\b\d{1,5}\s+(?:[A-Z][a-z]+\s+){1,3}" + STREET_SUFFIX + r"(?![A-Za-z])(?:,?\s*(?:Apt\.?|Apartment|Suite|Unit|#)\s*\w+)?"
+    r"\b\d{1,5}\s+(?:[A-Z][a-z]+\s+){1,3}"
+    + STREET_SUFFIX
+    + r"(?![A-Za-z])(?:,?\s*(?:Apt\.?|Apartment|Suite|Unit|#)\s*\w+)?"
 )
 
 

@@ -22,8 +22,13 @@ from pipeline.curation.llm import AnswerCache, Ask, AskStats, ask_all, ask_diges
 from pipeline.curation.meta import meta_spans, roleplay_flags, template_flags
 from pipeline.curation.pii import Replacement, apply_replacements, companion_names, pii_flag, plan_pii
 from pipeline.curation.records import DuplicateFlag, FieldEdit, Flag, MetaTextFlag, ScenarioReport
-from pipeline.curation.sensitive import CLASSIFIER_PROMPT, CLASSIFIER_SAMPLING, classifier_flags, classifier_messages
-from pipeline.curation.sensitive import load_lexicon
+from pipeline.curation.sensitive import (
+    CLASSIFIER_PROMPT,
+    CLASSIFIER_SAMPLING,
+    classifier_flags,
+    classifier_messages,
+    load_lexicon,
+)
 from pipeline.dataset import scenario_problems
 from pipeline.generation.base import Backend
 from pipeline.jsonl import RecordError, validate_lines, write_records
@@ -50,7 +55,11 @@ def read_input(path: Path) -> list[Scenario]:
     for number, scenario in records:
         problems.extend(scenario_problems(path, number, scenario))
         if scenario.id in first_line:
-            problems.append(RecordError(path, number, "id", f"duplicate id {scenario.id!r} (first on line {first_line[scenario.id]})"))
+            problems.append(
+                RecordError(
+                    path, number, "id", f"duplicate id {scenario.id!r} (first on line {first_line[scenario.id]})"
+                )
+            )
         first_line.setdefault(scenario.id, number)
     if problems:
         raise InputProblems(sorted(problems, key=lambda problem: problem.line))
@@ -119,7 +128,8 @@ def _field_edits(path: str, text: str, pii: list[Replacement]) -> tuple[list[Rep
             field=path,
             span=(span.start, span.end),
             source=f"rule:{span.rule}",
-            reason="the generating model's meta-commentary" + ("" if removed else "; kept: removing it empties the field"),
+            reason="the generating model's meta-commentary"
+            + ("" if removed else "; kept: removing it empties the field"),
             rule=span.rule,
             before=text[span.start : span.end],
             after="" if removed else text[span.start : span.end],
@@ -143,19 +153,27 @@ def duplicate_flags(scenarios: Sequence[Scenario], *, near_threshold: float) -> 
         if repeat is not None:
             reason = f"{repeat.method} duplicate of {repeat.of} (similarity {repeat.similarity:.2f})"
             flags[scenario.id] = DuplicateFlag(
-                field=None, source=f"dedup:{repeat.method}", reason=reason, of=repeat.of,
-                similarity=repeat.similarity, method=repeat.method,
-            )  # fmt: skip
+                field=None,
+                source=f"dedup:{repeat.method}",
+                reason=reason,
+                of=repeat.of,
+                similarity=repeat.similarity,
+                method=repeat.method,
+            )
         index.add(scenario.id, text)
     return flags
 
 
-def classify(scenarios: Sequence[Scenario], classifier: Classifier, *, progress: bool) -> tuple[dict[str, list[Flag]], AskStats]:
+def classify(
+    scenarios: Sequence[Scenario], classifier: Classifier, *, progress: bool
+) -> tuple[dict[str, list[Flag]], AskStats]:
     """The LLM classifier's flags for each cleaned scenario (answers cached; failed calls reported in the stats)."""
     prompt = load_prompt(CLASSIFIER_PROMPT)
     asks = {scenario.id: Ask(classifier_messages(scenario, prompt), CLASSIFIER_SAMPLING) for scenario in scenarios}
     cache = AnswerCache(classifier.cache_path)
-    answers, stats = ask_all(classifier.backend, classifier.model, list(asks.values()), cache, desc="classify", progress=progress)
+    answers, stats = ask_all(
+        classifier.backend, classifier.model, list(asks.values()), cache, desc="classify", progress=progress
+    )
     flags: dict[str, list[Flag]] = {}
     for scenario_id, ask in asks.items():
         answer = answers.get(ask_digest(classifier.model, ask.messages, ask.sampling))
@@ -199,9 +217,7 @@ def _count(reports: Iterable[ScenarioReport], summary: PreprocessSummary) -> Non
         summary.entities.update(flag.entity for flag in report.flags if flag.kind == "pii")
 
 
-def run_preprocess(
-    source: Path, output: Path, report_path: Path, **options: object
-) -> PreprocessSummary:
+def run_preprocess(source: Path, output: Path, report_path: Path, **options: object) -> PreprocessSummary:
     """Read ``source``, write the cleaned scenarios to ``output`` and the report to ``report_path`` (atomically).
 
     ``options`` are :func:`preprocess`'s. Raises :class:`InputProblems` on bad input (nothing is written).

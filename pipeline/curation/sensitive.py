@@ -64,7 +64,8 @@ def read_lexicon(path: Path) -> Lexicon:
     """Parse the TSV (``#`` lines are comments, the first other line is the header ``term category language``)."""
     rows = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")]
     categories: dict[str, str] = {}
-    chinese, english = [], []
+    chinese: list[str] = []
+    english: list[str] = []
     for row in csv.DictReader(rows, delimiter="\t"):
         term, category, language = row["term"].strip(), row["category"].strip(), row["language"].strip()
         categories[term.lower()] = category
