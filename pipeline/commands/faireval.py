@@ -160,6 +160,7 @@ def judge_pairs_command(
 @click.option("--user-temperature", default=0.9, show_default=True, type=click.FloatRange(0.0, 2.0))
 @click.option("--companion-temperature", default=0.7, show_default=True, type=click.FloatRange(0.0, 2.0))
 @click.option("--near-threshold", default=0.9, show_default=True, type=click.FloatRange(0.5, 1.0))
+@click.option("--chunk", default=32, show_default=True, type=click.IntRange(min=1), help="Conversations per batch.")
 @endpoint_options
 def simulate_command(
     folder: Path,
@@ -174,6 +175,7 @@ def simulate_command(
     user_temperature: float,
     companion_temperature: float,
     near_threshold: float,
+    chunk: int,
     **endpoint: Any,
 ) -> None:
     """Simulate COUNT conversations of SUBTASK (an LLM plays the user) into scenarios with provenance (resumable)."""
@@ -198,6 +200,7 @@ def simulate_command(
         user=user,
         companion=companion,
         near_threshold=near_threshold,
+        chunk=chunk,
         progress=not endpoint["no_progress"],
     )
     from pipeline.curation.simulate import diversity

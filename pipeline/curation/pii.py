@@ -35,6 +35,7 @@ logger = logging.getLogger(__name__)
 _WIDE = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef\u3000-\u303f]")
 _CJK_NAME = re.compile(r"[\u4e00-\u9fff·]{2,4}")
 _NAME_PREFIXES = "小老阿"
+_LEADING_PARTICLES = "和跟与同对给被把让找是在向问"
 NOT_NAMES_FILE = "not_names.txt"
 _ZH_NAME_CUE = re.compile(
     r"(?:我叫|我的名字[是叫]|名叫|叫做|名字是)\s*([\u4e00-\u9fff]{2,3})(?=[，,。.！!？?\s、的]|$)"
@@ -123,6 +124,8 @@ def chinese_name_hits(text: str) -> list[PiiHit]:
             continue
         if len(word) == 1 and start > 0 and text[start - 1] in _NAME_PREFIXES:
             start, word = start - 1, text[start - 1 : end]
+        if len(word) >= 3 and word[0] in _LEADING_PARTICLES:  # jieba glues 和/跟... to a name: "和小李"
+            start, word = start + 1, word[1:]
         if _CJK_NAME.fullmatch(word) and word not in not_names():
             hits.append(PiiHit("NAME", start, end, word, f"jieba:{flag}", 0.6))
     for match in _ZH_NAME_CUE.finditer(text):
@@ -158,14 +161,15 @@ def chinese_address_hits(text: str) -> list[PiiHit]:
                 continue
             stop = _UNITS.match(text, number.end())
             close = stop.end() if stop else number.end()
-        elif len(word) >= 3 and word.endswith(_COMPOUND_END):
+        elif word.endswith(_COMPOUND_END) and (len(word) >= 3 or index > 0):
             units = _UNITS.match(text, end)
             if units is None or units.end() == end:
                 continue
             close = units.end()
         else:
             continue
-        first = index
+        # a bare 小区/花园 token takes the token before it as the compound's name (阳光 + 小区)
+        first = index - 1 if word in _COMPOUND_END else index
         while first > 0 and (tokens[first - 1][1] == "ns" or tokens[first - 1][0].endswith(_ADMIN_END)):
             first -= 1
         begin = tokens[first][2]
@@ -207,16 +211,31 @@ def detect(text: str, *, keep: Iterable[str] = ()) -> list[PiiHit]:
 
 
 class Placeholders:
-    """The placeholder of each identifier within one scenario: ``[NAME_n]`` numbered by first appearance."""
+    """The placeholder of each identifier within one scenario: ``[NAME_n]`` numbered by first appearance.
 
-    def __init__(self) -> None:
+    ``aliases`` map a short form to its full name ("Jake" to "Jake Miller"), so both get one number.
+    """
+
+    def __init__(self, aliases: dict[str, str] | None = None) -> None:
         self.names: dict[str, int] = {}
+        self.aliases = aliases or {}
 
     def for_hit(self, hit: PiiHit) -> str:
         if hit.entity != "NAME":
             return f"[{hit.entity}]"
-        number = self.names.setdefault(hit.text, len(self.names) + 1)
+        name = self.aliases.get(hit.text, hit.text)
+        number = self.names.setdefault(name, len(self.names) + 1)
         return f"[NAME_{number}]"
+
+
+def name_aliases(names: Iterable[str]) -> dict[str, str]:
+    """The given name of each multi-word (English) name, pointing at the full name: "Jake" -> "Jake Miller"."""
+    aliases: dict[str, str] = {}
+    for name in sorted(names):
+        parts = name.split()
+        if len(parts) > 1 and parts[0] not in not_names():
+            aliases.setdefault(parts[0], name)
+    return aliases
 
 
 @dataclass(frozen=True)
@@ -238,7 +257,9 @@ def plan_pii(fields: list[tuple[str, str]], *, keep: Iterable[str]) -> dict[str,
     keep = [name for name in keep if name]
     found = {path: detect(text, keep=keep) for path, text in fields}
     names = {hit.text for hits in found.values() for hit in hits if hit.entity == "NAME"}
-    placeholders = Placeholders()
+    aliases = {alias: name for alias, name in name_aliases(names).items() if alias not in keep}
+    names |= set(aliases)
+    placeholders = Placeholders(aliases)
     plan: dict[str, list[Replacement]] = {}
     for path, text in fields:
         protected = [span for name in keep for span in occurrences(text, name)]

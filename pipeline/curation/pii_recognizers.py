@@ -119,7 +119,7 @@ CN_ID_CARD_REGEX = (
     + (r"(?![\dA-Za-z])")
 )
 CN_MOBILE_REGEX = _NO_DIGIT_BEFORE + r"(?:\+?86[\s-]?)?1[3-9]\d(?:[\s-]?\d{4}){2}" + _NO_DIGIT_AFTER
-BANK_CARD_REGEX = _NO_DIGIT_BEFORE + r"(?:\d{4}[\s-]?){3}\d{4}(?:\d{1,3})?" + _NO_DIGIT_AFTER
+BANK_CARD_REGEX = _NO_DIGIT_BEFORE + r"(?:\d{4}[\s-]?){3}\d{4}(?:\d{1,3})?(?![\dA-Za-z])"
 STREET_SUFFIX = (
     r"(?:Street|St\.?|Avenue|Ave\.?|Road|Rd\.?|Boulevard|Blvd\.?|Lane|Ln\.?|Drive|Dr\.?|Court|Ct\.?|Way|Place|Pl\.?"
     r"|Terrace)"
