@@ -30,8 +30,10 @@ class Figures:
 
     def line(self, name: str) -> str:
         kinds = ", ".join(f"{kind} {self.found[kind]}/{count}" for kind, count in sorted(self.expected.items()))
-        return (f"{name}: {self.cases} cases, recall {sum(self.found.values())}/{sum(self.expected.values())} = "
-                f"{self.recall:.1%} ({kinds}); false flags {sum(self.false_flags.values())} {dict(self.false_flags)}")
+        return (
+            f"{name}: {self.cases} cases, recall {sum(self.found.values())}/{sum(self.expected.values())} = "
+            f"{self.recall:.1%} ({kinds}); false flags {sum(self.false_flags.values())} {dict(self.false_flags)}"
+        )
 
 
 def _cases(name: str) -> list[dict]:

@@ -82,7 +82,12 @@ def test_names_are_numbered_consistently_and_the_companion_keeps_hers() -> None:
     first = pii[0]
     assert first.field == "history.0.content" and first.before == "王小明" and first.after == "[NAME_1]"
     assert scenario.history[0].content[first.span[0] : first.span[1]] == "王小明"  # spans index the original text
-    assert {edit.field for edit in report.edits} == {"history.0.content", "history.1.content", "user_input", "reference"}
+    assert {edit.field for edit in report.edits} == {
+        "history.0.content",
+        "history.1.content",
+        "user_input",
+        "reference",
+    }
 
 
 def test_an_english_given_name_shares_the_full_names_number() -> None:
