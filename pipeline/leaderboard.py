@@ -1,13 +1,20 @@
-"""The leaderboard of paper Table 2, from per-item scores or RUN/results.jsonl.
+"""The leaderboard of paper Table 2: the one definition the CLI (``h2h leaderboard``) and the studio both use.
 
-Per item the value is ``100 * S``, or ``100 * J_final / 5`` for itinerary levels I-III; a
-subtask's cell is the mean over its items; a dimension's average is the plain mean of its
-subtasks' cells; ``overall`` is the mean over all of a model's items (item-weighted).
-Judged items without ``J_final`` (and items without S) are *pending*: left out of every mean.
+Per item the value is ``100 * S``, or ``100 * J_final / 5`` for itinerary levels I-III (DESIGN.md "Scores"). An item
+with no value is *pending* and left out of every mean: an item without S, a judged item without J_final, and a judged
+item flagged for human adjudication (``J < tau`` or no judge score) that no expert has scored yet (no ``J_human``) —
+its ``J_final`` is J until then, not a final score. A subtask's cell is the mean over its counted items; a dimension's
+average is the plain mean of its subtasks' cells; ``overall`` is the mean over all of a model's counted items
+(item-weighted). Every cell comes with how many items it counted and how many are pending (:class:`Leaderboard`), so
+a partial column is never ranked against full ones without saying so.
+
+The pipeline's rows come from ``RUN/results.jsonl`` (:func:`load_score_rows`); the studio builds the same per-item
+rows from its store (with the experts' ``J_human``) and calls :func:`build_leaderboard` too.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -22,8 +29,21 @@ DIMENSIONS: tuple[str, ...] = ("dialogue", "itinerary", "recollection")
 AVERAGE_COLUMNS: tuple[str, ...] = tuple(f"{dimension}_avg" for dimension in DIMENSIONS)
 #: The leaderboard's columns, in order (the CSV header).
 COLUMNS: tuple[str, ...] = ("model", *SUBTASKS, *AVERAGE_COLUMNS, "overall")
-#: The per-item columns :func:`load_score_rows` returns.
-ROW_COLUMNS: tuple[str, ...] = ("model", "subtask", "S", "J_final", "variant", "signature", "judge")
+#: The per-item columns :func:`build_leaderboard` reads (``needs_adjudication`` and ``J_human`` may be absent: then
+#: nothing is flagged / nobody adjudicated) and :func:`load_score_rows` returns.
+ROW_COLUMNS: tuple[str, ...] = (
+    "model",
+    "subtask",
+    "S",
+    "J_final",
+    "needs_adjudication",
+    "J_human",
+    "variant",
+    "signature",
+    "judge",
+)
+#: The columns of :meth:`Leaderboard.coverage`.
+COVERAGE_COLUMNS: tuple[str, ...] = ("model", "column", "counted", "pending")
 
 
 class LeaderboardError(ValueError):
@@ -31,7 +51,11 @@ class LeaderboardError(ValueError):
 
 
 class ScoreRow(BaseModel):
-    """What the leaderboard needs from one input line; other fields (of a Result, say) are ignored."""
+    """What the leaderboard needs from one input line; other fields (of a Result, say) are ignored.
+
+    A plain line that gives ``J_final`` without ``needs_adjudication`` states a final score; a Result flagged for
+    adjudication (``needs_adjudication`` true) has none until a line gives its experts' ``J_human``.
+    """
 
     model_config = ConfigDict(extra="ignore")
 
@@ -39,6 +63,8 @@ class ScoreRow(BaseModel):
     subtask: Subtask
     S: float | None = Field(default=None, ge=0, le=1)  # noqa: N815
     J_final: float | None = Field(default=None, ge=0, le=5)  # noqa: N815
+    needs_adjudication: bool = False
+    J_human: float | None = Field(default=None, ge=0, le=5)  # noqa: N815
     variant: str | None = None
     signature: ScoreSignature | str | None = None
     judge_model: str | None = None
@@ -67,11 +93,11 @@ def load_score_rows(path: Path | str) -> pd.DataFrame:
         listed = "\n".join(str(problem) for problem in problems[:20])
         more = f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise LeaderboardError(f"{len(problems)} bad line(s):\n{listed}{more}")
+    fields = {"model", "subtask", "S", "J_final", "needs_adjudication", "J_human", "variant"}
     rows = [
-        {**row.model_dump(include={"model", "subtask", "S", "J_final", "variant"}),
-         "signature": row.signature_label(), "judge": row.judge_label()}
+        {**row.model_dump(include=fields), "signature": row.signature_label(), "judge": row.judge_label()}
         for _, row in numbered
-    ]  # fmt: skip
+    ]
     return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
 
 
@@ -111,44 +137,120 @@ def select_rows(
     return rows
 
 
+def _column(rows: pd.DataFrame, name: str) -> pd.Series:
+    """``rows[name]`` as floats (NaN where missing or where the frame has no such column)."""
+    if name not in rows:
+        return pd.Series(float("nan"), index=rows.index, dtype=float)
+    return pd.to_numeric(rows[name], errors="coerce").astype(float)
+
+
+def awaiting_adjudication(rows: pd.DataFrame) -> pd.Series:
+    """True for the items flagged for human adjudication (only itinerary I-III items are) that no expert has scored
+    yet: ``needs_adjudication`` set and no ``J_human``. Their ``J_final`` (J until then) is no final score."""
+    if "needs_adjudication" not in rows:
+        return pd.Series(False, index=rows.index, dtype=bool)
+    flagged = rows["needs_adjudication"].astype("boolean").fillna(False).astype(bool)
+    return flagged & _column(rows, "J_human").isna()
+
+
 def item_values(rows: pd.DataFrame) -> pd.Series:
-    """Return each item's leaderboard value: 100*S, or 100*J_final/5 for JUDGED_SUBTASKS (NaN when pending)."""
+    """Each item's leaderboard value: 100*S, or 100*J_final/5 for itinerary I-III; NaN for a pending item (no S,
+    no J_final, or :func:`awaiting_adjudication`)."""
     judged = rows["subtask"].isin(JUDGED_SUBTASKS)
-    s_value = pd.to_numeric(rows["S"], errors="coerce") * 100.0
-    j_final = rows["J_final"] if "J_final" in rows else pd.Series(float("nan"), index=rows.index)
-    j_value = pd.to_numeric(j_final, errors="coerce") * 100.0 / 5.0
-    return j_value.where(judged, s_value)
+    j_value = (_column(rows, "J_final") * 100.0 / 5.0).mask(awaiting_adjudication(rows))
+    return j_value.where(judged, _column(rows, "S") * 100.0)
 
 
-def pending_counts(rows: pd.DataFrame) -> dict[str, int]:
-    """Return, per model, how many items have no value yet (judged items without J_final, items without S)."""
-    pending = item_values(rows).isna()
-    return {str(model): int(count) for model, count in pending.groupby(rows["model"]).sum().items() if count}
+@dataclass(frozen=True)
+class Leaderboard:
+    """Paper Table 2 and its coverage.
 
-
-def build_leaderboard(rows: pd.DataFrame) -> pd.DataFrame:
-    """Return paper Table 2: one row per model, columns :data:`COLUMNS` (empty subtasks are NaN).
-
-    ``rows`` needs ``model``, ``subtask``, ``S`` and (for itinerary I-III) ``J_final``; when it has
-    a ``variant``, ``signature`` or ``judge`` column, all rows must share one value (see :func:`select_rows`).
+    ``table`` has the columns :data:`COLUMNS` (best overall first; NaN where a cell counted no item). ``counted`` and
+    ``pending`` have the same rows and columns, holding per cell the number of items in its mean and the number left
+    out because they have no value yet (a dimension's average and ``overall`` sum their subtasks').
     """
-    select_rows(rows)
-    values = rows.assign(value=item_values(rows)).dropna(subset=["value"])
+
+    table: pd.DataFrame
+    counted: pd.DataFrame
+    pending: pd.DataFrame
+
+    def pending_by_model(self) -> dict[str, int]:
+        """Models with pending items → how many (the ``overall`` column of :attr:`pending`)."""
+        totals = zip(self.pending["model"].tolist(), self.pending["overall"].tolist(), strict=True)
+        return {str(model): int(count) for model, count in totals if count}
+
+    def coverage(self) -> pd.DataFrame:
+        """Long form: one row per (model, column) with counted and pending items (:data:`COVERAGE_COLUMNS`)."""
+        counted = self.counted.melt(id_vars="model", var_name="column", value_name="counted")
+        pending = self.pending.melt(id_vars="model", var_name="column", value_name="pending")
+        return counted.merge(pending, on=["model", "column"], sort=False).loc[:, list(COVERAGE_COLUMNS)]
+
+
+def _per_cell(rows: pd.DataFrame, flags: pd.Series, models: list[str]) -> pd.DataFrame:
+    """Per model and column, how many of ``rows`` have ``flags`` set (subtasks, dimension averages, overall)."""
+    counts = flags.astype(int).groupby([rows["model"], rows["subtask"]]).sum().unstack("subtask")
+    counts = counts.reindex(index=models, columns=list(SUBTASKS)).fillna(0).astype(int)
+    for dimension, column in zip(DIMENSIONS, AVERAGE_COLUMNS, strict=True):
+        counts[column] = counts[[s for s in SUBTASKS if DIMENSION_OF_SUBTASK[s] == dimension]].sum(axis=1)
+    counts["overall"] = counts[list(SUBTASKS)].sum(axis=1)
+    return counts
+
+
+def _means(values: pd.DataFrame, models: list[str]) -> pd.DataFrame:
+    """Subtask cells, dimension averages (plain mean of subtask cells) and the item-weighted overall per model."""
     table = values.pivot_table(index="model", columns="subtask", values="value", aggfunc="mean")
-    table = table.reindex(index=sorted(rows["model"].unique()), columns=list(SUBTASKS))
+    table = table.reindex(index=models, columns=list(SUBTASKS))
     for dimension, column in zip(DIMENSIONS, AVERAGE_COLUMNS, strict=True):
         subtasks = [subtask for subtask in SUBTASKS if DIMENSION_OF_SUBTASK[subtask] == dimension]
         table[column] = table[subtasks].mean(axis=1, skipna=True)
     table["overall"] = values.groupby("model")["value"].mean()
-    table = table.rename_axis(index="model", columns=None).reset_index()
-    table = table.loc[:, list(COLUMNS)].sort_values("overall", ascending=False, na_position="last", kind="stable")
-    return table.reset_index(drop=True)
+    return table
+
+
+def build_leaderboard(rows: pd.DataFrame) -> Leaderboard:
+    """Return paper Table 2 (one row per model, columns :data:`COLUMNS`) with its per-cell coverage.
+
+    ``rows`` holds one item per row with ``model``, ``subtask``, ``S``, ``J_final`` and, where known,
+    ``needs_adjudication`` and ``J_human`` (see :func:`item_values`); when it has a ``variant``, ``signature`` or
+    ``judge`` column, all rows must share one value (see :func:`select_rows`).
+    """
+    select_rows(rows)
+    value = item_values(rows)
+    models = sorted(str(model) for model in rows["model"].unique())
+    table = _means(rows.assign(value=value).dropna(subset=["value"]), models)
+    order = table["overall"].sort_values(ascending=False, na_position="last", kind="stable").index
+    frames = [
+        frame.reindex(order).rename_axis(index="model", columns=None).reset_index()
+        for frame in (table, _per_cell(rows, value.notna(), models), _per_cell(rows, value.isna(), models))
+    ]
+    return Leaderboard(table=frames[0].loc[:, list(COLUMNS)], counted=frames[1], pending=frames[2])
+
+
+def describe_pending(board: Leaderboard) -> list[str]:
+    """One line per model with pending items, naming each subtask's pending and total items, e.g.
+    ``alpha: 3 item(s) pending (left out of the means): itinerary_basic 1 of 4, itinerary_middle 2 of 9``."""
+    lines = []
+    pending, counted = board.pending.set_index("model"), board.counted.set_index("model")
+    for model, total in board.pending_by_model().items():
+        cells = [
+            f"{subtask} {pending.at[model, subtask]} of {pending.at[model, subtask] + counted.at[model, subtask]}"
+            for subtask in SUBTASKS
+            if pending.at[model, subtask]
+        ]
+        lines.append(f"{model}: {total} item(s) pending (left out of the means): {', '.join(cells)}")
+    return lines
 
 
 def write_leaderboard_csv(table: pd.DataFrame, path: Path | str) -> None:
     """Write the table as CSV (two decimals, empty cells for missing subtasks), formula-safe."""
     safe = table.assign(model=table["model"].map(neutralise_cell))
     safe.to_csv(path, index=False, float_format="%.2f", na_rep="")
+
+
+def write_coverage_csv(board: Leaderboard, path: Path | str) -> None:
+    """Write :meth:`Leaderboard.coverage` as CSV (model, column, counted, pending), formula-safe."""
+    coverage = board.coverage()
+    coverage.assign(model=coverage["model"].map(neutralise_cell)).to_csv(path, index=False)
 
 
 def format_leaderboard(table: pd.DataFrame) -> str:

@@ -44,7 +44,9 @@ def build_results(
     """One Result per score, in score order (pure).
 
     For itinerary levels I-III: ``J = combine_j(S, J_judge)``, ``J_final = J`` and
-    ``needs_adjudication(J)`` (so a missing judgment flags the item); other subtasks carry S only.
+    ``needs_adjudication(J)`` (so a missing judgment flags the item); other subtasks carry S only. A flagged item's
+    J_final is no final score until experts adjudicate it in the studio: the leaderboard counts it as pending
+    (``pipeline.leaderboard.item_values``).
     """
     results = []
     for key, score in scores.items():

@@ -33,20 +33,36 @@ def check_run_results(scores_path: Path) -> None:
     help="JSONL with model, subtask, S (and J_final for itinerary I-III): e.g. RUN/results.jsonl.",
 )
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write the table as CSV here.")
+@click.option(
+    "--coverage",
+    "coverage_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Write each cell's items counted and pending as CSV here (model, column, counted, pending).",
+)
 @click.option("--variant", type=click.Choice(["with_sap", "without_sap"]), help="Use only this variant's rows.")
 @click.option("--signature", help="Use only rows with this score signature (the command lists those present).")
 @click.option("--judge", help="Use only itinerary I-III rows of this judge model/prompt (the command lists those).")
 def leaderboard_command(
-    scores_path: Path, output: Path | None, variant: str | None, signature: str | None, judge: str | None
+    scores_path: Path,
+    output: Path | None,
+    coverage_path: Path | None,
+    variant: str | None,
+    signature: str | None,
+    judge: str | None,
 ) -> None:
-    """Build the leaderboard (paper Table 2): per-subtask means, dimension averages, item-weighted overall."""
+    """Build the leaderboard (paper Table 2): per-subtask means, dimension averages, item-weighted overall.
+
+    Items flagged for human adjudication (J < 3.5 or no judge score) are pending until experts score them in the
+    studio: they are left out of the means, and the command says how many per model and subtask.
+    """
     from pipeline.leaderboard import (
         LeaderboardError,
         build_leaderboard,
+        describe_pending,
         format_leaderboard,
         load_score_rows,
-        pending_counts,
         select_rows,
+        write_coverage_csv,
         write_leaderboard_csv,
     )
 
@@ -57,14 +73,17 @@ def leaderboard_command(
         raise click.ClickException(str(exc)) from exc
     if rows.empty:
         raise click.ClickException(f"{scores_path}: no score rows to tabulate")
-    table = build_leaderboard(rows)
-    for model, count in sorted(pending_counts(rows).items()):
-        click.echo(f"{model}: {count} item(s) pending (no J_final / no S yet), left out of the means", err=True)
+    board = build_leaderboard(rows)
+    for line in describe_pending(board):
+        click.echo(line, err=True)
+    if coverage_path is not None:
+        write_coverage_csv(board, coverage_path)
+        click.echo(f"wrote the coverage of {len(board.table)} model row(s) to {coverage_path}", err=True)
     if output is None:
-        click.echo(format_leaderboard(table))
+        click.echo(format_leaderboard(board.table))
         return
-    write_leaderboard_csv(table, output)
-    click.echo(f"wrote {len(table)} model row(s) to {output}", err=True)
+    write_leaderboard_csv(board.table, output)
+    click.echo(f"wrote {len(board.table)} model row(s) to {output}", err=True)
 
 
 COMMANDS: tuple[click.Command, ...] = (leaderboard_command,)

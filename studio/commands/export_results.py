@@ -55,18 +55,35 @@ def write(frame: pd.DataFrame, output: Path, what: str) -> None:
 @click.option("--variant", default=None, help="with_sap or without_sap (needed when the store holds both).")
 @click.option("--signature", default=None, help="Score signature label (needed when the store holds several).")
 @click.option("--judge", default=None, help="Judge label judge=MODEL|prompt=VERSION (needed when several).")
+@click.option(
+    "--coverage",
+    "coverage_path",
+    type=Output,
+    default=None,
+    help="Also write each cell's items counted and pending here (model, column, counted, pending; format by suffix).",
+)
 @db_option
 def leaderboard_export(
-    output: Path, variant: str | None, signature: str | None, judge: str | None, db_url: str | None
+    output: Path,
+    variant: str | None,
+    signature: str | None,
+    judge: str | None,
+    coverage_path: Path | None,
+    db_url: str | None,
 ) -> None:
-    """Paper Table 2 from the store, J_final for itinerary I–III once adjudicated; pending items are reported."""
+    """Paper Table 2 from the store (``h2h leaderboard``'s definition): J_final for itinerary I–III once
+    adjudicated; items awaiting adjudication are pending, left out of the means and reported per model and subtask."""
     from studio.services.research import leaderboard
 
     with store_session(db_url) as session:
         view = leaderboard(session, user=None, variant=variant, signature=signature, judge=judge)
     write(view.table, output, "leaderboard")
-    for model, count in sorted(view.pending.items()):
-        click.echo(f"pending: {model}: {count} item(s) await adjudication", err=True)
+    if coverage_path is not None:
+        write(view.coverage, coverage_path, "coverage")
+    from pipeline.leaderboard import describe_pending
+
+    for line in describe_pending(view.board):
+        click.echo(f"pending: {line}", err=True)
 
 
 @click.command("sap")
@@ -149,10 +166,8 @@ def adjudicated_export(output: Path, variant: str | None, db_url: str | None) ->
     from studio.services.research import leaderboard_rows
 
     with store_session(db_url) as session:
-        rows = leaderboard_rows(session)
+        rows = leaderboard_rows(session, variant=variant)
     rows = rows[rows["subtask"].isin(JUDGED_SUBTASKS)]
-    if variant is not None:
-        rows = rows[rows["variant"] == variant]
     columns = [
         "scenario_id",
         "model",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import and_, case, func, null, select
+from sqlalchemy import select
 from sqlmodel import Session
 
 from studio.models import Answer, Campaign, Item, ResponseRow, ScenarioRow, ScoreRow, User
@@ -71,18 +71,6 @@ SCORE_METRICS: tuple[str, ...] = (
     "J",
     "J_human",
     "J_final",
-)
-#: Columns of :func:`leaderboard_groups`.
-GROUP_COLUMNS: tuple[str, ...] = (
-    "model",
-    "variant",
-    "subtask",
-    "signature",
-    "judge",
-    "items",
-    "value_sum",
-    "value_count",
-    "adjudicated",
 )
 
 
@@ -196,60 +184,6 @@ def score_frame(
         if column in frame.columns:
             frame[column] = pd.to_numeric(frame[column], errors="coerce").astype(float)
     return frame
-
-
-def leaderboard_groups(session: Session, *, variant: str | None = None) -> pd.DataFrame:
-    """The leaderboard's per-item values summed in SQL per (model, variant, subtask, signature, judge), one query
-    (only ``variant``'s responses when given).
-
-    An item's value is ``pipeline.leaderboard.item_values``'s — 100·S, or 100·J_final/5 for itinerary I–III — and
-    none while a flagged item awaits adjudication (no J_human yet). Columns :data:`GROUP_COLUMNS`: ``items`` (all
-    items), ``value_sum`` and ``value_count`` (items with a value; their mean is the cell), ``adjudicated`` (items
-    with J_human), ``judge`` the judge's label on itinerary I–III rows, else None. Sums and counts are exact per
-    group, so subtask means and the item-weighted overall come out equal to the per-item computation.
-    """
-    from pipeline.leaderboard import judge_label
-    from pipeline.records import JUDGED_SUBTASKS
-
-    judged = ScoreRow.subtask.in_(JUDGED_SUBTASKS)
-    awaiting = and_(ResponseRow.needs_adjudication.is_(True), ScoreRow.J_human.is_(None))
-    value = case((judged, case((awaiting, null()), else_=ScoreRow.J_final * 100.0 / 5.0)), else_=ScoreRow.S * 100.0)
-    keys = (
-        ResponseRow.model,
-        ResponseRow.variant,
-        ScoreRow.subtask,
-        ScoreRow.signature_label,
-        ScoreRow.judge_model,
-        ScoreRow.judge_prompt_version,
-    )
-    query = (
-        select(*keys, func.count(), func.sum(value), func.count(value), func.count(ScoreRow.J_human))
-        .join(ResponseRow, ResponseRow.id == ScoreRow.response_id)
-        .group_by(*keys)
-    )
-    if variant is not None:
-        query = query.where(ResponseRow.variant == variant)
-    names = (
-        "model",
-        "variant",
-        "subtask",
-        "signature",
-        "judge_model",
-        "judge_prompt_version",
-        "items",
-        "value_sum",
-        "value_count",
-        "adjudicated",
-    )
-    frame = _frame(session, query, names)
-    frame["value_sum"] = pd.to_numeric(frame["value_sum"]).astype(float)
-    frame["judge"] = [
-        judge_label(model, version) if subtask in JUDGED_SUBTASKS and pd.notna(model) else None
-        for subtask, model, version in zip(
-            frame["subtask"], frame["judge_model"], frame["judge_prompt_version"], strict=True
-        )
-    ]
-    return frame.loc[:, list(GROUP_COLUMNS)].sort_values(list(GROUP_COLUMNS[:4]), kind="stable", ignore_index=True)
 
 
 def question_levels(schema: WorkflowSchema) -> tuple[dict[str, str], dict[str, list[Any]]]:

@@ -1,5 +1,6 @@
-"""The paper's result tables from aggregated answers: Table 2 (leaderboard), Table 3 (SAP safety), Fig. 7
-(instruction following) as DataFrames, and the figures as image files (matplotlib, Agg backend)."""
+"""The paper's result tables from aggregated answers: Table 3 (SAP safety), Fig. 7 (instruction following) as
+DataFrames, and the figures as image files (matplotlib, Agg backend). Table 2 (the leaderboard) has one definition,
+``pipeline.leaderboard.build_leaderboard``, which ``h2h leaderboard`` and the studio both call."""
 
 from __future__ import annotations
 
@@ -23,49 +24,6 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...] | list[str]) -> None:
     absent = [column for column in columns if column not in frame.columns]
     if absent:
         raise ValueError(f"missing column(s): {', '.join(absent)}")
-
-
-def table2(rows: pd.DataFrame, *, variant: str | None = None, signature: str | None = None) -> pd.DataFrame:
-    """Return the leaderboard in paper Table 2 layout for one variant and one score signature.
-
-    ``rows`` are per-item results (model, subtask, S, J_final, and optionally variant, signature). Picks the rows
-    of ``variant`` / ``signature`` when given; mixing several of either raises
-    ``pipeline.leaderboard.LeaderboardError`` naming those present (scores with different signatures never
-    mix in one table). The layout and averages are ``pipeline.leaderboard.build_leaderboard``'s.
-    """
-    from pipeline.leaderboard import build_leaderboard, select_rows
-
-    return build_leaderboard(select_rows(rows, variant=variant, signature=signature))
-
-
-def table2_from_groups(groups: pd.DataFrame) -> pd.DataFrame:
-    """Return paper Table 2 from per-group value sums and counts (``studio.results.store_views.leaderboard_groups``).
-
-    ``groups`` has columns model, subtask, value_sum, value_count (and optionally variant, signature, judge, which
-    must each hold one value: see ``pipeline.leaderboard.select_rows``). A subtask's cell is its summed values over
-    its counted items, "Overall" all of a model's summed values over all its counted items (item-weighted), a
-    dimension's average the plain mean of its subtask cells — the same table ``build_leaderboard`` makes of the
-    items themselves (up to float rounding of the sums).
-    """
-    from pipeline.leaderboard import AVERAGE_COLUMNS, COLUMNS, DIMENSIONS, select_rows
-    from pipeline.records import DIMENSION_OF_SUBTASK, SUBTASKS
-
-    select_rows(groups)
-    cells = groups.groupby(["model", "subtask"], sort=True)[["value_sum", "value_count"]].sum()
-    table = _ratio(cells).unstack("subtask").reindex(index=sorted(groups["model"].unique()), columns=list(SUBTASKS))
-    for dimension, column in zip(DIMENSIONS, AVERAGE_COLUMNS, strict=True):
-        subtasks = [subtask for subtask in SUBTASKS if DIMENSION_OF_SUBTASK[subtask] == dimension]
-        table[column] = table[subtasks].mean(axis=1, skipna=True)
-    table["overall"] = _ratio(groups.groupby("model", sort=True)[["value_sum", "value_count"]].sum())
-    table = table.rename_axis(index="model", columns=None).reset_index()
-    table = table.loc[:, list(COLUMNS)].sort_values("overall", ascending=False, na_position="last", kind="stable")
-    return table.reset_index(drop=True)
-
-
-def _ratio(sums: pd.DataFrame) -> pd.Series:
-    """value_sum / value_count, NaN where nothing was counted."""
-    counts = sums["value_count"].astype(float)
-    return (sums["value_sum"].astype(float) / counts).where(counts > 0)
 
 
 def safety_per_response(answers: pd.DataFrame, *, tie_is_violation: bool = True) -> pd.DataFrame:

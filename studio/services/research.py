@@ -17,20 +17,21 @@ import pandas as pd
 from sqlalchemy import select
 from sqlmodel import Session
 
+from pipeline.leaderboard import Leaderboard
 from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User, UserPublic
 from studio.results.agreement import agreement_by_question, annotator_agreement, code_ratings, gold_accuracy
 from studio.results.calibration import Calibration, judge_human_calibration
 from studio.results.figures import plot_score_distribution
 from studio.results.store_views import (
+    SCORE_COLUMNS,
     answers_by_question,
     campaign_answers,
     campaign_items,
     gold_values,
-    leaderboard_groups,
     question_levels,
     score_frame,
 )
-from studio.results.tables import instruction_following_table, table2_from_groups, table3
+from studio.results.tables import instruction_following_table, table3
 from studio.schemas import MeanRule
 from studio.services.auth import require_role
 from studio.services.campaigns import campaign_summaries
@@ -58,27 +59,64 @@ def _check(user: UserPublic | None) -> None:
 
 @dataclass(frozen=True)
 class LeaderboardView:
-    """Table 2 plus, per model, how many items are still pending (judged items awaiting adjudication)."""
+    """Table 2 with its coverage (``board``: the table and, per cell, the items counted and pending — see
+    ``pipeline.leaderboard.Leaderboard``) and how many items the experts adjudicated."""
 
-    table: pd.DataFrame
-    pending: dict[str, int]
+    board: Leaderboard
     adjudicated: int
+
+    @property
+    def table(self) -> pd.DataFrame:
+        """Paper Table 2 (``pipeline.leaderboard.COLUMNS``), best overall first."""
+        return self.board.table
+
+    @property
+    def pending(self) -> dict[str, int]:
+        """Per model with pending items (flagged items awaiting adjudication, items without a score): how many."""
+        return self.board.pending_by_model()
+
+    @property
+    def coverage(self) -> pd.DataFrame:
+        """Per model and column: items counted and pending (columns model, column, counted, pending)."""
+        return self.board.coverage()
+
+
+#: The score columns one leaderboard item needs (``pipeline.leaderboard.ROW_COLUMNS`` from the store).
+LEADERBOARD_SCORE_COLUMNS: tuple[str, ...] = (
+    "model",
+    "variant",
+    "subtask",
+    "S",
+    "J_final",
+    "needs_adjudication",
+    "J_human",
+    "signature",
+    "judge_model",
+    "judge_prompt_version",
+)
 
 
 def mask_awaiting_adjudication(rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` (of :func:`~studio.results.store_views.score_frame`, with needs_adjudication, J_human and J_final)
-    with J_final blanked on flagged items the experts have not adjudicated yet: those have no final score."""
-    awaiting = rows["needs_adjudication"].astype(bool) & rows["J_human"].isna()
-    return rows.assign(J_final=rows["J_final"].mask(awaiting))
+    """``rows`` (of :func:`~studio.results.store_views.score_frame`, with subtask, needs_adjudication, J_human and
+    J_final) with J_final blanked on flagged items the experts have not adjudicated yet: those have no final score
+    (``pipeline.leaderboard.awaiting_adjudication``, the leaderboard's own rule)."""
+    from pipeline.leaderboard import awaiting_adjudication
+
+    return rows.assign(J_final=rows["J_final"].mask(awaiting_adjudication(rows)))
 
 
-def leaderboard_rows(session: Session) -> pd.DataFrame:
-    """Per-item rows for Table 2: an item flagged for adjudication has no J_final until experts gave J_human;
-    ``judge`` labels the judge (model + prompt version) of itinerary I–III rows, so two judges never mix."""
+def leaderboard_rows(
+    session: Session, *, variant: str | None = None, columns: tuple[str, ...] = SCORE_COLUMNS
+) -> pd.DataFrame:
+    """Per-item rows for Table 2 (``pipeline.leaderboard.build_leaderboard``'s input), ``variant``'s only when given:
+    the stored scores with the experts' J_human, J_final blanked while a flagged item awaits adjudication, and
+    ``judge`` labelling the judge (model + prompt version) of itinerary I–III rows, so two judges never mix.
+    ``columns`` picks the score columns loaded (they must include subtask, judge_model, judge_prompt_version and,
+    for the masking, needs_adjudication, J_human and J_final)."""
     from pipeline.leaderboard import judge_label
     from pipeline.records import JUDGED_SUBTASKS
 
-    rows = mask_awaiting_adjudication(score_frame(session))
+    rows = mask_awaiting_adjudication(score_frame(session, variant=variant, columns=columns))
     judged = rows["subtask"].isin(JUDGED_SUBTASKS) & rows["judge_model"].notna()
     rows["judge"] = [
         judge_label(model, version) if flag else None
@@ -107,30 +145,26 @@ def leaderboard(
     signature: str | None = None,
     judge: str | None = None,
 ) -> LeaderboardView:
-    """Paper Table 2 for one variant, score signature and judge, using J_final for itinerary I–III once adjudicated.
+    """Paper Table 2 for one variant, score signature and judge: ``pipeline.leaderboard.build_leaderboard`` (the
+    definition ``h2h leaderboard`` uses too) on the store's per-item rows (:func:`leaderboard_rows`), so a flagged
+    itinerary item counts once the experts adjudicated it and is pending until then.
 
-    Sums and counts per (model, variant, subtask, signature, judge) come from SQL
-    (:func:`~studio.results.store_views.leaderboard_groups`), so the cost does not grow with pandas work per item;
-    the table equals ``table2(leaderboard_rows(session))``. ``NotFound`` when the store holds no scores;
-    ``InvalidInput`` when it holds several variants, signatures or judges and none was chosen (they never mix; see
-    ``pipeline.leaderboard.select_rows``).
+    ``NotFound`` when the store holds no scores; ``InvalidInput`` when it holds several variants, signatures or judges
+    and none was chosen (they never mix; see ``pipeline.leaderboard.select_rows``).
     """
-    from pipeline.leaderboard import LeaderboardError, select_rows
+    from pipeline.leaderboard import LeaderboardError, build_leaderboard, select_rows
 
     _check(user)
-    groups = leaderboard_groups(session, variant=variant)
-    if groups.empty and variant is not None:  # an unknown variant: select_rows names the ones present
-        groups = leaderboard_groups(session)
-    if groups.empty:
+    rows = leaderboard_rows(session, variant=variant, columns=LEADERBOARD_SCORE_COLUMNS)
+    if rows.empty and variant is not None:  # an unknown variant: select_rows names the ones present
+        rows = leaderboard_rows(session, columns=LEADERBOARD_SCORE_COLUMNS)
+    if rows.empty:
         raise NotFound("scores: the store holds no scores; run h2h ingest first")
     try:
-        chosen = select_rows(groups, variant=variant, signature=signature, judge=judge)
-        table = table2_from_groups(chosen)
+        chosen = select_rows(rows, variant=variant, signature=signature, judge=judge)
     except LeaderboardError as error:
         raise InvalidInput(f"variant/signature/judge: {error}") from None
-    waiting = (chosen["items"] - chosen["value_count"]).groupby(chosen["model"], sort=True).sum()
-    pending = {str(model): int(count) for model, count in waiting.items() if count}
-    return LeaderboardView(table=table, pending=pending, adjudicated=int(chosen["adjudicated"].sum()))
+    return LeaderboardView(board=build_leaderboard(chosen), adjudicated=int(chosen["J_human"].notna().sum()))
 
 
 def _campaigns(session: Session, workflow_type: str, name: str | None) -> list[Campaign]:

@@ -14,10 +14,11 @@ from click.testing import CliRunner
 from pipeline.csvsafe import neutralise_cell
 from pipeline.leaderboard import (
     COLUMNS,
+    Leaderboard,
     LeaderboardError,
     build_leaderboard,
+    describe_pending,
     load_score_rows,
-    pending_counts,
     select_rows,
 )
 from pipeline.records import SUBTASKS, Result, ScoreSignature
@@ -46,12 +47,13 @@ def frame(items: list[tuple] = ITEMS, **columns: object) -> pd.DataFrame:
     return rows.assign(**columns)
 
 
-def row_of(table: pd.DataFrame, model: str) -> pd.Series:
-    return table.set_index("model").loc[model]
+def row_of(table: pd.DataFrame | Leaderboard, model: str) -> pd.Series:
+    frame = table.table if isinstance(table, Leaderboard) else table
+    return frame.set_index("model").loc[model]
 
 
 def test_hand_computed_table() -> None:
-    table = build_leaderboard(frame())
+    table = build_leaderboard(frame()).table
     assert list(table.columns) == list(COLUMNS)
     assert list(table.columns) == ["model", *SUBTASKS, "dialogue_avg", "itinerary_avg", "recollection_avg", "overall"]
     alpha = row_of(table, "alpha")
@@ -75,13 +77,40 @@ def test_hand_computed_table() -> None:
 
 
 def test_pending_items_are_counted_and_left_out() -> None:
-    rows = frame()
-    assert pending_counts(rows) == {"alpha": 1}
-    only_pending = frame([("gamma", "itinerary_advanced", 0.5, None)])
-    table = build_leaderboard(only_pending)
-    assert table["model"].tolist() == ["gamma"]
-    assert math.isnan(row_of(table, "gamma")["overall"])
-    assert pending_counts(only_pending) == {"gamma": 1}
+    board = build_leaderboard(frame())
+    assert board.pending_by_model() == {"alpha": 1}
+    pending, counted = board.pending.set_index("model"), board.counted.set_index("model")
+    assert list(board.pending.columns) == list(COLUMNS) and list(board.counted["model"]) == ["beta", "alpha"]
+    assert pending.loc["alpha", "itinerary_basic"] == 1 and counted.loc["alpha", "itinerary_basic"] == 1
+    assert pending.loc["alpha", "itinerary_avg"] == 1 and pending.loc["alpha", "overall"] == 1
+    assert counted.loc["alpha", "overall"] == 8 and counted.loc["alpha", "dialogue_avg"] == 3
+    assert counted.loc["beta", "dialogue_base"] == 1 and pending.loc["beta"].sum() == 0
+    only_pending = build_leaderboard(frame([("gamma", "itinerary_advanced", 0.5, None)]))
+    assert only_pending.table["model"].tolist() == ["gamma"]
+    assert math.isnan(row_of(only_pending, "gamma")["overall"])
+    assert only_pending.pending_by_model() == {"gamma": 1}
+
+
+def test_flagged_items_are_pending_until_experts_adjudicate() -> None:
+    """J_final of a flagged item is J until experts score it: it counts only once J_human is there."""
+    rows = frame(
+        [
+            ("alpha", "itinerary_middle", 0.5, 4.5),  # J >= tau: final
+            ("alpha", "itinerary_middle", 0.5, 2.0),  # flagged, not adjudicated: pending, J is no final score
+            ("alpha", "itinerary_middle", 0.5, 3.0),  # flagged, adjudicated: J_final counts
+            ("alpha", "dialogue_base", 0.5, None),  # a flag on an unjudged subtask changes nothing
+        ]
+    ).assign(needs_adjudication=[False, True, True, False], J_human=[None, None, 3.0, None])
+    board = build_leaderboard(rows)
+    alpha = row_of(board, "alpha")
+    assert alpha["itinerary_middle"] == pytest.approx((90 + 60) / 2)
+    assert alpha["overall"] == pytest.approx((90 + 60 + 50) / 3)
+    assert board.pending_by_model() == {"alpha": 1}
+    assert describe_pending(board) == ["alpha: 1 item(s) pending (left out of the means): itinerary_middle 1 of 3"]
+    coverage = board.coverage().set_index(["model", "column"])
+    assert list(board.coverage().columns) == ["model", "column", "counted", "pending"]
+    assert coverage.loc[("alpha", "itinerary_middle")].tolist() == [2, 1]
+    assert coverage.loc[("alpha", "overall")].tolist() == [3, 1]
 
 
 def test_signatures_and_variants_never_mix() -> None:
@@ -223,3 +252,27 @@ def test_judges_never_mix_for_judged_subtasks(tmp_path: Path) -> None:
     assert row_of(build_leaderboard(select_rows(rows, judge=labels[2])), "alpha")["itinerary_basic"] == 60.0
     unknown = CliRunner().invoke(cli, ["leaderboard", "--scores", str(path), "--judge", "judge=x|prompt=y"])
     assert unknown.exit_code == 1 and "present: " in unknown.output
+
+
+def test_cli_leaves_flagged_results_pending_and_writes_the_coverage(tmp_path: Path) -> None:
+    """RUN/results.jsonl carries J_final = J on flagged items (no expert has scored them): the CLI counts them as
+    pending, as the studio does, instead of scoring them with J."""
+    scores = tmp_path / "results.jsonl"
+    judged = {"model": "alpha", "variant": "with_sap", "subtask": "itinerary_middle", "S": 0.5, "signature": SIG_A}
+    lines = [
+        Result(scenario_id="a", J_judge=5.0, J=3.5, J_final=3.5, **judged),
+        Result(scenario_id="b", J_judge=1.0, J=1.9, J_final=1.9, needs_adjudication=True, **judged),
+        Result(scenario_id="c", needs_adjudication=True, **judged),  # no judge score at all
+    ]
+    scores.write_text("".join(line.model_dump_json() + "\n" for line in lines), encoding="utf-8")
+    output, coverage = tmp_path / "table.csv", tmp_path / "coverage.csv"
+    args = ["leaderboard", "--scores", str(scores), "-o", str(output), "--coverage", str(coverage)]
+    result = CliRunner().invoke(build_cli(), args)
+    assert result.exit_code == 0, result.output
+    assert "alpha: 2 item(s) pending (left out of the means): itinerary_middle 2 of 3" in result.stderr
+    with open(output, encoding="utf-8", newline="") as handle:
+        assert next(csv.DictReader(handle))["itinerary_middle"] == "70.00"  # 100 * 3.5 / 5 only
+    with open(coverage, encoding="utf-8", newline="") as handle:
+        cells = {(row["model"], row["column"]): (row["counted"], row["pending"]) for row in csv.DictReader(handle)}
+    assert cells[("alpha", "itinerary_middle")] == ("1", "2") and cells[("alpha", "overall")] == ("1", "2")
+    assert cells[("alpha", "dialogue_base")] == ("0", "0")

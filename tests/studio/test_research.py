@@ -10,11 +10,10 @@ import pandas as pd
 import pytest
 from sqlalchemy import Engine, select
 
-from pipeline.records import JUDGED_SUBTASKS
+from pipeline.records import JUDGED_SUBTASKS, SUBTASKS, VARIANTS
 from studio.db import read_session, write_session
 from studio.models import CampaignPublic, ResponseRow, ScoreRow, UserPublic
 from studio.results.store_views import score_frame
-from studio.results.tables import table2
 from studio.schemas import load_schemas
 from studio.services import research
 from studio.services.aggregation import aggregate_all
@@ -183,27 +182,61 @@ def test_scores_of_two_judges_never_mix_in_one_leaderboard(
     assert set(view.table["model"]) == {"model-alpha", "model-beta"}
 
 
-def test_sql_leaderboard_equals_the_per_item_pandas_path(store: Engine) -> None:
-    """The leaderboard summed in SQL equals Table 2 built from every item in pandas, on a random store with missing
-    S, waiting and adjudicated items, uneven subtask sizes (item-weighted overall) and a second judge."""
-    from pipeline.leaderboard import judge_label, pending_counts, select_rows
+def expected_cells(store: Engine, variant: str, judge_model: str) -> tuple[dict, dict]:
+    """Table 2's subtask cells and pending counts computed straight from the stored rows, item by item in Python
+    (no pandas, no shared code): 100·S, or 100·J_final/5 for itinerary I–III, nothing for an item without a value
+    or a flagged item without J_human; only the chosen judge's judged rows."""
+    query = (
+        select(ResponseRow.model, ScoreRow.subtask, ScoreRow.S, ScoreRow.J_final, ScoreRow.J_human,
+               ResponseRow.needs_adjudication, ScoreRow.judge_model)
+        .join(ScoreRow, ScoreRow.response_id == ResponseRow.id)
+        .where(ResponseRow.variant == variant)
+    )  # fmt: skip
+    values: dict[tuple[str, str], list[float]] = {}
+    pending: dict[str, int] = {}
+    with read_session(store) as session:
+        for model, subtask, s_value, j_final, j_human, flagged, judge in session.execute(query):
+            judged = subtask in JUDGED_SUBTASKS
+            if judged and judge not in (None, judge_model):
+                continue
+            if not judged:
+                value = s_value * 100 if s_value is not None else None
+            elif j_final is None or (flagged and j_human is None):
+                value = None
+            else:
+                value = j_final * 20
+            if value is None:
+                pending[model] = pending.get(model, 0) + 1
+            else:
+                values.setdefault((model, subtask), []).append(value)
+    return {key: sum(found) / len(found) for key, found in values.items()}, pending
+
+
+def test_store_leaderboard_counts_flagged_items_once_adjudicated(store: Engine) -> None:
+    """On a random store with missing S, waiting and adjudicated items, uneven subtask sizes and a second judge, the
+    studio's Table 2 equals the item-by-item computation, with the pending items counted per model."""
+    from pipeline.leaderboard import judge_label
 
     models = ("model-a", "model-b", "model-c")
     insert_synthetic_scores(store, models=models, per_subtask=12, seed=5)
     judges = {"judge": judge_label("judge-a", "j1")}
     with read_session(store) as session:
-        items = research.leaderboard_rows(session)
         with pytest.raises(InvalidInput, match="judge"):
             research.leaderboard(session, user=None, variant="with_sap")
         with pytest.raises(InvalidInput, match="present: with_sap, without_sap"):
             research.leaderboard(session, user=None, variant="sap", **judges)
-        for variant in ("with_sap", "without_sap"):
-            view = research.leaderboard(session, user=None, variant=variant, **judges)
-            chosen = select_rows(items, variant=variant, **judges)
-            pd.testing.assert_frame_equal(view.table, table2(chosen), check_exact=False, rtol=1e-12, atol=0)
-            assert view.pending == pending_counts(chosen) and sum(view.pending.values()) > 0
-            assert view.adjudicated == int(chosen["J_human"].notna().sum()) > 0
-            assert list(view.table["model"]) != sorted(models) or view.table["overall"].is_monotonic_decreasing
+        views = {variant: research.leaderboard(session, user=None, variant=variant, **judges) for variant in VARIANTS}
+    for variant, view in views.items():
+        cells, pending = expected_cells(store, variant, "judge-a")
+        table = view.table.set_index("model")
+        for (model, subtask), value in cells.items():
+            assert table.loc[model, subtask] == pytest.approx(value, rel=1e-12)
+        assert table[list(SUBTASKS)].notna().sum().sum() == len(cells)
+        assert view.pending == pending and sum(pending.values()) > 0
+        coverage = view.coverage.set_index(["model", "column"])
+        assert {m: int(coverage.loc[(m, "overall"), "pending"]) for m in pending} == pending
+        assert view.adjudicated > 0
+        assert list(view.table["model"]) != sorted(models) or view.table["overall"].is_monotonic_decreasing
 
 
 def test_filtered_score_views_equal_the_full_frame(store: Engine) -> None:

@@ -1,4 +1,4 @@
-"""Paper Table 3 and Fig. 7 from answers, and the Table 2 wrapper's signature check."""
+"""Paper Table 3 and Fig. 7 from answers (Table 2 is pipeline.leaderboard's: tests/pipeline/test_leaderboard.py)."""
 
 from __future__ import annotations
 
@@ -8,15 +8,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from pipeline.leaderboard import LeaderboardError, build_leaderboard, item_values
 from studio.results.tables import (
     INSTRUCTION_KINDS,
     instruction_following_table,
     plot_instruction_following,
     plot_safety,
     safety_per_response,
-    table2,
-    table2_from_groups,
     table3,
 )
 
@@ -110,62 +107,3 @@ def test_instruction_following_table_and_plot(tmp_path: Path) -> None:
 def test_safety_plot_is_a_png(tmp_path: Path) -> None:
     path = plot_safety(table3(safety_answers(), scores()), tmp_path / "safety.png")
     assert path.read_bytes()[:8] == PNG_MAGIC
-
-
-def leaderboard_rows() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "model": ["demo-a", "demo-a", "demo-b", "demo-a"],
-            "variant": ["with_sap", "with_sap", "with_sap", "without_sap"],
-            "subtask": ["dialogue_base", "dialogue_emotion", "dialogue_base", "dialogue_base"],
-            "S": [0.5, 0.7, 0.4, 0.1],
-            "signature": ["sig-a", "sig-a", "sig-a", "sig-b"],
-        }
-    )
-
-
-def test_table2_refuses_mixed_signatures_and_variants() -> None:
-    with pytest.raises(LeaderboardError, match="different variants"):
-        table2(leaderboard_rows())
-    with pytest.raises(LeaderboardError, match="different signatures"):
-        table2(leaderboard_rows().assign(variant="with_sap"))
-
-
-def test_table2_picks_one_variant_and_signature() -> None:
-    table = table2(leaderboard_rows(), variant="with_sap", signature="sig-a").set_index("model")
-    assert list(table.index) == ["demo-a", "demo-b"]  # sorted by overall, best first
-    assert table.loc["demo-a", "dialogue_base"] == pytest.approx(50.0)
-    assert table.loc["demo-a", "overall"] == pytest.approx(60.0)
-    rows = leaderboard_rows()
-    chosen = rows[(rows["variant"] == "with_sap") & (rows["signature"] == "sig-a")]
-    pd.testing.assert_frame_equal(table.reset_index(), build_leaderboard(chosen))
-
-
-def test_table2_from_group_sums_equals_table2_of_the_items() -> None:
-    rows = pd.DataFrame(
-        {
-            "model": ["a", "a", "a", "b", "b", "b", "b"],
-            "subtask": [
-                "dialogue_base",
-                "dialogue_base",
-                "itinerary_basic",
-                "dialogue_base",
-                "recollection_synthesis",
-                "recollection_synthesis",
-                "itinerary_basic",
-            ],
-            "S": [0.5, 0.9, 0.4, 0.2, 0.6, None, 0.8],
-            "J_final": [None, None, 4.0, None, None, None, None],  # b's itinerary item is pending
-        }
-    )
-    values = rows.assign(value=item_values(rows))
-    groups = values.groupby(["model", "subtask"], as_index=False).agg(
-        value_sum=("value", "sum"), value_count=("value", "count")
-    )
-    table = table2_from_groups(groups)
-    pd.testing.assert_frame_equal(table, build_leaderboard(rows))
-    assert table.set_index("model").loc["a", "overall"] == pytest.approx((50 + 90 + 80) / 3)  # item-weighted
-    assert table.set_index("model").loc["b", "dialogue_avg"] == pytest.approx(20.0)
-    assert pd.isna(table.set_index("model").loc["b", "itinerary_basic"])
-    with pytest.raises(LeaderboardError, match="different variants"):
-        table2_from_groups(groups.assign(variant=["with_sap", "without_sap", "with_sap", "with_sap", "with_sap"]))
