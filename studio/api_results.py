@@ -19,6 +19,7 @@ from sqlalchemy import Engine
 from studio.api import BearerToken
 from studio.db import read_session, write_session
 from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
+from studio.results.defaults import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from studio.services import aggregation, auth, curation, research
 from studio.services.aggregation import AggregationSummary
 from studio.services.curation import Page
@@ -80,8 +81,10 @@ def _add_result_routes(router: APIRouter, engine: Engine) -> None:
             return research.frame_records(research.instruction_table(session, user=user, campaign=campaign))
 
     @router.get("/results/agreement/{campaign}", tags=["results"])
-    def agreement(campaign: str, token: BearerToken, resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-        resamples = max(0, min(resamples, 10_000))
+    def agreement(
+        campaign: str, token: BearerToken, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+    ) -> dict[str, Any]:
+        resamples = max(0, min(resamples, MAX_RESAMPLES))
         with read_session(engine) as session:
             user = auth.signed_in(session, token=token)
             view = research.agreement(session, user=user, campaign=campaign, resamples=resamples, seed=seed)

@@ -15,6 +15,7 @@ from pathlib import Path
 import click
 
 from pipeline.csvsafe import FORMULA_PREFIXES
+from studio.results.defaults import DEFAULT_RESAMPLES
 
 #: How many bad rows to list before giving up on the file.
 MAX_REPORTED_ERRORS = 20
@@ -37,7 +38,9 @@ MAX_REPORTED_ERRORS = 20
 )
 @click.option("--question", default=None, help="The question to rate, when the file has a question column.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
-@click.option("--resamples", default=1000, show_default=True, help="Bootstrap resamples for α's 95% interval.")
+@click.option(
+    "--resamples", default=DEFAULT_RESAMPLES, show_default=True, help="Bootstrap resamples for α's 95% interval."
+)
 @click.option(
     "--annotators",
     "annotators_path",

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from studio.commands.options import db_option, open_store
+from studio.results.defaults import DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -128,7 +129,7 @@ def instruction_export(output: Path, campaign: str | None, plot: Path | None, db
 @click.option("--gold", type=Output, default=None, help="Also write gold-item accuracy here.")
 @click.option(
     "--resamples",
-    default=1000,
+    default=DEFAULT_RESAMPLES,
     show_default=True,
     type=click.IntRange(min=0),
     help="Bootstrap resamples for α's interval.",

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from studio.results.coincidence import LEVELS, Level, alpha_from_counts, bootstrap_alphas
+from studio.results.defaults import DEFAULT_RESAMPLES
 
 COLUMNS: tuple[str, str, str] = ("item", "annotator", "value")
 
@@ -190,7 +191,7 @@ def agreement_report(
     frame: pd.DataFrame,
     *,
     level: Level,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     confidence: float = 0.95,
     value_order: Sequence[Any] | None = None,
@@ -273,7 +274,7 @@ def agreement_by_question(
     answers: pd.DataFrame,
     levels: Mapping[str, Level],
     *,
-    resamples: int = 1000,
+    resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     value_orders: Mapping[str, Sequence[Any]] | None = None,
 ) -> pd.DataFrame:

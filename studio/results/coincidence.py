@@ -19,6 +19,8 @@ from typing import Literal
 
 import numpy as np
 
+from studio.results.defaults import DEFAULT_RESAMPLES
+
 Level = Literal["nominal", "ordinal", "interval", "ratio"]
 LEVELS: tuple[Level, ...] = ("nominal", "ordinal", "interval", "ratio")
 
@@ -148,7 +150,7 @@ def alphas_for_weights(units: np.ndarray, domain: np.ndarray, level: Level, weig
 
 
 def bootstrap_alphas(
-    counts: np.ndarray, domain: np.ndarray, level: Level, *, resamples: int = 1000, seed: int = 0
+    counts: np.ndarray, domain: np.ndarray, level: Level, *, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> np.ndarray:
     """Return ``resamples`` bootstrap replicates of α (NaN where a replicate's α is undefined).
 

@@ -21,6 +21,7 @@ from pipeline.leaderboard import Leaderboard
 from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User, UserPublic
 from studio.results.agreement import agreement_by_question, annotator_agreement, code_ratings, gold_accuracy
 from studio.results.calibration import Calibration, judge_human_calibration
+from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.results.figures import plot_score_distribution
 from studio.results.store_views import (
     SCORE_COLUMNS,
@@ -233,7 +234,7 @@ class AgreementView:
 
 
 def agreement(
-    session: Session, *, user: UserPublic | None, campaign: str, resamples: int = 1000, seed: int = 0
+    session: Session, *, user: UserPublic | None, campaign: str, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
 ) -> AgreementView:
     """Krippendorff's α (bootstrap CI), Fleiss' κ, percent agreement and item counts per question at the level its
     schema gives it (see :func:`studio.results.store_views.question_levels`); each annotator's agreement with the

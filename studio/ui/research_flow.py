@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 from sqlalchemy import Engine
 
+from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.ui.curate_flow import DOWNLOAD_FORMATS, caller
 
 RESEARCH_ROLES: tuple[str, ...] = ("researcher", "curator", "admin")
@@ -115,7 +116,7 @@ def instruction_plot(engine: Engine, token: str | None, directory: Path, *, camp
 
 
 def agreement(
-    engine: Engine, token: str | None, campaign: str | None, *, resamples: int = 200
+    engine: Engine, token: str | None, campaign: str | None, *, resamples: int = DEFAULT_RESAMPLES
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Agreement of one campaign per question (α with CI, κ, percent) and per annotator (vs the majority)."""
     from studio.db import read_session

@@ -8,8 +8,10 @@ from pathlib import Path
 import krippendorff
 import pytest
 from click.testing import CliRunner
+from sqlalchemy import Engine
 
 from studio.commands.agreement import COMMANDS, agreement_command
+from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.results.export_formats import read_table
 from tests.studio.results.worked_examples import KRIPPENDORFF_2011
 
@@ -89,3 +91,27 @@ def test_missing_header_column(tmp_path: Path) -> None:
 def test_command_is_registered() -> None:
     assert agreement_command in COMMANDS
     assert agreement_command.name == "agreement"
+
+
+def test_every_front_door_gives_the_same_interval_by_default(studied: Engine, db_url: str, tmp_path: Path) -> None:
+    """One default number of resamples (studio.results.defaults): ``h2h agreement`` on exported votes, ``h2h export
+    agreement`` and the service the UI and REST API call print the same α interval for the same question."""
+    from studio.cli import build_cli
+    from studio.db import read_session
+    from studio.services import research
+
+    cli = build_cli()
+    votes, table = tmp_path / "votes.csv", tmp_path / "agreement.csv"
+    exported = ["export", "votes", "--campaign", "vote", "--question", "verdict", "-o", str(votes), "--db", db_url]
+    assert CliRunner().invoke(cli, exported).exit_code == 0
+    code, out, _ = run("--votes", str(votes), "--level", "nominal")
+    assert code == 0, out
+    from_file = json.loads(out)["alpha_ci"]
+    written = CliRunner().invoke(cli, ["export", "agreement", "--campaign", "vote", "-o", str(table), "--db", db_url])
+    assert written.exit_code == 0, written.output
+    from_export = read_table(table).set_index("question").loc["verdict"]
+    with read_session(studied) as session:
+        from_service = research.agreement(session, user=None, campaign="vote").by_question.set_index("question")
+    assert from_file is not None and from_export["resamples"] == DEFAULT_RESAMPLES
+    assert from_file == pytest.approx(list(from_service.loc["verdict", "alpha_ci"]), abs=1e-12)
+    assert json.loads(from_export["alpha_ci"]) == pytest.approx(from_file, abs=1e-12)
