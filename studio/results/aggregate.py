@@ -27,6 +27,18 @@ def _require(frame: pd.DataFrame, columns: Sequence[str]) -> None:
         raise ValueError(f"missing column(s): {', '.join(absent)}")
 
 
+def complete_answers(answers: pd.DataFrame, *, quota: int, closed: bool) -> pd.DataFrame:
+    """The answers of the items that reached ``quota`` answers; every answer once the campaign is ``closed``.
+
+    The one rule for which items a campaign's results count (aggregation, Table 3, Fig. 7): an item still short of
+    its people is not decided yet. ``answers`` has one row per answer with an ``item`` column.
+    """
+    if closed or answers.empty:
+        return answers
+    counts = answers.groupby("item")["item"].transform("size")
+    return answers[counts >= quota]
+
+
 def crowd_majority(votes: pd.DataFrame, *, min_share: float = 0.5) -> pd.DataFrame:
     """Return the crowd's decision per item: the most common ``value`` among its votes.
 

@@ -13,6 +13,7 @@ import pandas as pd
 from pipeline.records import InstructionKind
 from studio.results.aggregate import parse_yes_no
 from studio.results.figures import saved_figure
+from studio.schemas import MeanRule
 
 INSTRUCTION_KINDS: tuple[str, ...] = get_args(InstructionKind)
 RESPONSE_KEY: tuple[str, str, str] = ("scenario_id", "model", "variant")
@@ -24,6 +25,31 @@ def _require(frame: pd.DataFrame, columns: tuple[str, ...] | list[str]) -> None:
     absent = [column for column in columns if column not in frame.columns]
     if absent:
         raise ValueError(f"missing column(s): {', '.join(absent)}")
+
+
+def rated_answers(answers: pd.DataFrame, rule: MeanRule) -> pd.DataFrame:
+    """``answers`` (one row per answer with its ``values`` dict, as ``store_views.campaign_answers`` gives them) with
+    the rule's ``score`` and ``majority_of`` questions as columns, keeping the answers that give all of them."""
+    questions = [rule.score, *rule.majority_of]
+    columns = {question: [(values or {}).get(question) for values in answers["values"]] for question in questions}
+    return answers.assign(**columns).dropna(subset=questions)
+
+
+def safety_ratings(answers: pd.DataFrame, rule: MeanRule) -> pd.DataFrame:
+    """A ``sap_safety`` campaign's answers (see :func:`rated_answers`; the rule's score is the safety perception, its
+    first ``majority_of`` question the violation) as :func:`table3` reads them: scenario_id, model, variant,
+    annotator, safety, violation. With :func:`table3`, the one definition of Table 3 that ``h2h aggregate``,
+    ``h2h export sap``, the REST API and the research page use."""
+    rated = rated_answers(answers, rule).rename(columns={rule.score: "safety", rule.majority_of[0]: "violation"})
+    return rated.loc[:, [*RESPONSE_KEY, "annotator", "safety", "violation"]]
+
+
+def instruction_ratings(answers: pd.DataFrame, rule: MeanRule) -> pd.DataFrame:
+    """An ``instruction_following`` campaign's answers (see :func:`rated_answers`; the rule's score is the rating, the
+    scenario's ``instruction_kind`` the kind) as :func:`instruction_following_table` reads them: model, kind, rating,
+    item; answers on scenarios without a kind are left out. With that function, the one definition of Fig. 7."""
+    rated = rated_answers(answers, rule).rename(columns={rule.score: "rating", "instruction_kind": "kind"})
+    return rated.dropna(subset=["kind"]).loc[:, ["model", "kind", "rating", "item"]]
 
 
 def safety_per_response(answers: pd.DataFrame, *, tie_is_violation: bool = True) -> pd.DataFrame:

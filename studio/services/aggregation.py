@@ -34,9 +34,21 @@ from sqlmodel import Session
 
 from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, UserPublic, utc_now
 from studio.models.curation import ScenarioStatus, ScenarioStatusBase
-from studio.results.aggregate import adjudicate, crowd_majority, expert_review_status, pairwise_majority
+from studio.results.aggregate import (
+    adjudicate,
+    complete_answers,
+    crowd_majority,
+    expert_review_status,
+    pairwise_majority,
+)
 from studio.results.store_views import answers_by_question, campaign_answers, score_frame
-from studio.results.tables import instruction_following_table, table3
+from studio.results.tables import (
+    instruction_following_table,
+    instruction_ratings,
+    rated_answers,
+    safety_ratings,
+    table3,
+)
 from studio.schemas import (
     CriteriaRule,
     MajorityRule,
@@ -76,14 +88,6 @@ class AggregationSummary(BaseModel):
     statuses: dict[str, int] = Field(default_factory=dict)
     pending_adjudication: int | None = None
     table: list[dict[str, Any]] = Field(default_factory=list)
-
-
-def _complete(answers: pd.DataFrame, campaign: Campaign, quota: int) -> pd.DataFrame:
-    """The answers of items that reached ``quota`` answers (every answered item once the campaign is closed)."""
-    if campaign.status == "closed" or answers.empty:
-        return answers
-    counts = answers.groupby("item")["answer_id"].transform("size")
-    return answers[counts >= quota]
 
 
 def _summary(campaign: Campaign, rule: str, answers: pd.DataFrame, complete: pd.DataFrame) -> AggregationSummary:
@@ -299,18 +303,17 @@ def _values_frame(complete: pd.DataFrame, questions: list[str]) -> pd.DataFrame:
 
 
 def _aggregate_mean(run: _Run, rule: MeanRule) -> None:
-    """SAP safety (Table 3), instruction following (Fig. 7) or a plain mean per group: a table, nothing written."""
+    """SAP safety (Table 3), instruction following (Fig. 7) or a plain mean per group: a table, nothing written.
+    Table 3 and Fig. 7 are ``studio.results.tables``' definitions, the ones the research views use."""
     complete = run.complete
     if complete.empty:
         return
-    frame = _values_frame(complete, [rule.score, *rule.majority_of]).dropna(subset=[rule.score, *rule.majority_of])
     if rule.majority_of:
-        rated = frame.rename(columns={rule.score: "safety", rule.majority_of[0]: "violation"})
-        table = table3(rated, score_frame(run.session, campaign=run.campaign))
+        table = table3(safety_ratings(complete, rule), score_frame(run.session, campaign=run.campaign))
     elif "instruction_kind" in rule.group_by:
-        ratings = frame.rename(columns={"instruction_kind": "kind", rule.score: "rating"}).dropna(subset=["kind"])
-        table = instruction_following_table(ratings[["model", "kind", "rating", "item"]]).reset_index()
+        table = instruction_following_table(instruction_ratings(complete, rule)).reset_index()
     else:
+        frame = rated_answers(complete, rule)
         keys = [key for key in rule.group_by if key in frame.columns] or ["item"]
         table = frame.groupby(keys, sort=True)[rule.score].mean().reset_index()
     run.summary.table = table.to_dict("records")
@@ -365,7 +368,7 @@ def _run_rule(
     rule = schema.aggregation
     answers = campaign_answers(session, campaign) if answers is None else answers
     quota = campaign.people_per_item if isinstance(rule, MajorityRule | CriteriaRule) else schema.min_people_per_item
-    complete = _complete(answers, campaign, quota)
+    complete = complete_answers(answers, quota=quota, closed=campaign.status == "closed")
     summary = _summary(campaign, rule.rule, answers, complete)
     _HANDLERS[type(rule)](_Run(session, campaign, schema, complete, summary), rule)
     return summary

@@ -19,6 +19,7 @@ from sqlmodel import Session
 
 from pipeline.leaderboard import Leaderboard
 from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User, UserPublic
+from studio.results.aggregate import complete_answers
 from studio.results.agreement import agreement_by_question, annotator_agreement, code_ratings, gold_accuracy
 from studio.results.calibration import Calibration, judge_human_calibration
 from studio.results.defaults import DEFAULT_RESAMPLES
@@ -32,7 +33,7 @@ from studio.results.store_views import (
     question_levels,
     score_frame,
 )
-from studio.results.tables import instruction_following_table, table3
+from studio.results.tables import instruction_following_table, instruction_ratings, safety_ratings, table3
 from studio.schemas import MeanRule
 from studio.services.auth import require_role
 from studio.services.campaigns import campaign_summaries
@@ -179,29 +180,28 @@ def _campaigns(session: Session, workflow_type: str, name: str | None) -> list[C
 
 
 def _rated(session: Session, campaign: Campaign) -> tuple[pd.DataFrame, MeanRule]:
-    rule = campaign_schema(campaign).aggregation
+    """The answers of the campaign's complete items (``studio.results.aggregate.complete_answers``, the rule
+    ``h2h aggregate`` counts by) and its mean rule."""
+    schema = campaign_schema(campaign)
+    rule = schema.aggregation
     if not isinstance(rule, MeanRule):
         raise InvalidInput(f"campaign: {campaign.name!r} does not aggregate by mean")
     answers = campaign_answers(session, campaign)
-    for question in (rule.score, *rule.majority_of):
-        answers[question] = [values.get(question) for values in answers["values"]]
-    return answers.dropna(subset=[rule.score, *rule.majority_of]), rule
+    complete = complete_answers(answers, quota=schema.min_people_per_item, closed=campaign.status == "closed")
+    return complete, rule
 
 
 def sap_table(
     session: Session, *, user: UserPublic | None, campaign: str | None = None, by_model: bool = False
 ) -> pd.DataFrame:
     """Paper Table 3 over the ``sap_safety`` campaigns (or one): per variant (or model × variant), mean safety,
-    violation rate by majority per response, and BLEU-4 / ROUGE-L / SS ×100 of the same responses."""
+    violation rate by majority per response, and BLEU-4 / ROUGE-L / SS ×100 of the same responses; complete items
+    only, as ``h2h aggregate`` counts them (``studio.results.tables.safety_ratings`` and ``table3``)."""
     _check(user)
     frames, scores = [], []
     for found in _campaigns(session, "sap_safety", campaign):
         answers, rule = _rated(session, found)
-        frames.append(
-            answers.rename(columns={rule.score: "safety", rule.majority_of[0]: "violation"})[
-                ["scenario_id", "model", "variant", "annotator", "safety", "violation"]
-            ]
-        )
+        frames.append(safety_ratings(answers, rule))
         scores.append(score_frame(session, campaign=found, columns=SAFETY_SCORE_COLUMNS))
     if not frames or all(frame.empty for frame in frames):
         raise NotFound("campaign: no sap_safety answers yet")
@@ -209,16 +209,12 @@ def sap_table(
 
 
 def instruction_table(session: Session, *, user: UserPublic | None, campaign: str | None = None) -> pd.DataFrame:
-    """Paper Fig. 7 as a table over the ``instruction_following`` campaigns (or one): model × kind mean rating."""
+    """Paper Fig. 7 as a table over the ``instruction_following`` campaigns (or one): model × kind mean rating;
+    complete items only, as ``h2h aggregate`` counts them (``studio.results.tables.instruction_ratings``)."""
     _check(user)
-    frames = []
-    for found in _campaigns(session, "instruction_following", campaign):
-        answers, rule = _rated(session, found)
-        frames.append(
-            answers.rename(columns={rule.score: "rating", "instruction_kind": "kind"}).dropna(subset=["kind"])[
-                ["model", "kind", "rating", "item"]
-            ]
-        )
+    frames = [
+        instruction_ratings(*_rated(session, found)) for found in _campaigns(session, "instruction_following", campaign)
+    ]
     if not frames or all(frame.empty for frame in frames):
         raise NotFound("campaign: no instruction_following answers yet")
     return instruction_following_table(pd.concat(frames, ignore_index=True)).reset_index()
