@@ -169,7 +169,9 @@ def validate_file(path: Path | str, kind: str | None = None) -> FileCheck:
             check.problems.extend(validation_problems(path, number, exc))
             continue
         check.records += 1
-        check.problems.extend(_EXTRA_CHECKS.get(kind, lambda *_: [])(path, number, record))
+        extra_checks = _EXTRA_CHECKS.get(kind)
+        if extra_checks is not None:
+            check.problems.extend(extra_checks(path, number, record))
         identity = record_identity(kind, record)
         if identity in first_line_of:
             where = f"first seen on line {first_line_of[identity]}"
@@ -287,9 +289,9 @@ def _import_file(path: Path, subtask: str, result: UpstreamImport) -> UpstreamFi
         result.scenarios.append(
             Scenario(
                 id=f"{subtask}-{number:06d}",
-                subtask=subtask,  # type: ignore[arg-type]
+                subtask=subtask,
                 reference=reference,
-                tags=ScenarioTags(language=guess_language(reference)),  # type: ignore[arg-type]
+                tags=ScenarioTags(language=guess_language(reference)),
                 source=f"upstream:{path.name}:{number}",
             )
         )

@@ -230,7 +230,7 @@ def judgment_for(task: JudgeTask, *, judge_model: str, version: str, raw: str, u
     return Judgment(
         scenario_id=scenario_id,
         model=model,
-        variant=variant,  # type: ignore[arg-type]
+        variant=variant,
         judge_model=judge_model,
         prompt_version=version,
         prompt_hash=task.digest,

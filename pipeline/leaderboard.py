@@ -229,14 +229,12 @@ def build_leaderboard(rows: pd.DataFrame) -> Leaderboard:
 def describe_pending(board: Leaderboard) -> list[str]:
     """One line per model with pending items, naming each subtask's pending and total items, e.g.
     ``alpha: 3 item(s) pending (left out of the means): itinerary_basic 1 of 4, itinerary_middle 2 of 9``."""
+    pending = board.pending.set_index("model").to_dict("index")
+    counted = board.counted.set_index("model").to_dict("index")
     lines = []
-    pending, counted = board.pending.set_index("model"), board.counted.set_index("model")
     for model, total in board.pending_by_model().items():
-        cells = [
-            f"{subtask} {pending.at[model, subtask]} of {pending.at[model, subtask] + counted.at[model, subtask]}"
-            for subtask in SUBTASKS
-            if pending.at[model, subtask]
-        ]
+        left_out = {subtask: int(pending[model][subtask]) for subtask in SUBTASKS if pending[model][subtask]}
+        cells = [f"{subtask} {n} of {n + int(counted[model][subtask])}" for subtask, n in left_out.items()]
         lines.append(f"{model}: {total} item(s) pending (left out of the means): {', '.join(cells)}")
     return lines
 

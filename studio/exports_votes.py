@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select
+from sqlmodel import col
 
 from pipeline.csvsafe import neutralise_cell as csv_cell
 from pipeline.jsonl import write_records
@@ -41,7 +42,7 @@ COLUMNS = (
 
 def neutralise_cell(value: Any) -> str:
     """The cell as text, with a leading ``'`` when a spreadsheet would read it as a formula."""
-    return csv_cell(value_text(value))
+    return str(csv_cell(value_text(value)))
 
 
 def target_id(item: Item) -> str:
@@ -70,11 +71,11 @@ def vote_rows(
     with read_session(engine) as session:
         found = get_campaign(session, campaign)
         query = (
-            select(Answer, Item, User.username)
-            .join(Item, Item.id == Answer.item_id)
-            .join(User, User.id == Answer.user_id)
-            .where(Answer.campaign_id == found.id)
-            .order_by(Item.position, User.username)
+            select(Answer, Item, col(User.username))
+            .join(Item, col(Item.id) == col(Answer.item_id))
+            .join(User, col(User.id) == col(Answer.user_id))
+            .where(col(Answer.campaign_id) == found.id)
+            .order_by(col(Item.position), col(User.username))
             .execution_options(yield_per=batch)
         )
         for answer, item, username in session.execute(query):
@@ -143,4 +144,4 @@ def _write_parquet(rows: Iterator[dict[str, Any]], output: Path) -> int:
     temporary = output.with_name(output.name + ".tmp")
     pq.write_table(table, temporary)
     os.replace(temporary, output)
-    return table.num_rows
+    return int(table.num_rows)

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command. On a fresh machine it installs everything the tests need
-# (a virtualenv with the CPU build of torch, Debian's Chromium, a running PostgreSQL), then runs pytest.
+# (a virtualenv with the CPU build of torch, Debian's Chromium, a running PostgreSQL), then runs the linter, the
+# formatter check, the type checker and pytest.
 # Extra arguments go to pytest, e.g. `bash tests/run.sh tests/pipeline -x`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,4 +37,19 @@ fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 .venv/bin/ruff check .
-exec .venv/bin/pytest -q "$@"
+.venv/bin/ruff format --check .
+.venv/bin/mypy
+
+# pytest twice: the parallel-safe tests on every core (pytest-xdist; tests that share an expensive session fixture
+# form one xdist_group, kept on one worker by --dist loadgroup), then the tests marked `serial` (load and
+# timing-sensitive tests) alone on a quiet machine. Exit code 5 (nothing selected in one pass) is no failure.
+pytest_pass() {
+  local code=0
+  .venv/bin/pytest -q "$@" || code=$?
+  [ "$code" = 5 ] && code=0
+  return "$code"
+}
+status=0
+pytest_pass -n "${H2H_TEST_WORKERS:-auto}" --dist loadgroup -m "not serial" "$@" || status=$?
+pytest_pass -m serial "$@" || status=$?
+exit "$status"

@@ -21,9 +21,9 @@ def summary_lines(result: UpstreamImport) -> list[str]:
             by_subtask.setdefault(summary.subtask, summary)
     lines = [f"{'subtask':<28} {'imported':>8} {'bad':>5} {'table1':>7}  file"]
     for subtask in SUBTASKS:
-        summary = by_subtask.get(subtask)
-        imported, bad = (summary.imported, summary.bad) if summary else (0, 0)
-        name = summary.path.name if summary else "(no file)"
+        found = by_subtask.get(subtask)
+        imported, bad = (found.imported, found.bad) if found else (0, 0)
+        name = found.path.name if found else "(no file)"
         lines.append(f"{subtask:<28} {imported:>8} {bad:>5} {TABLE1_COUNTS[subtask]:>7}  {name}")
     total = sum(summary.imported for summary in by_subtask.values())
     lines.append(f"{'total':<28} {total:>8} {len(result.problems):>5} {sum(TABLE1_COUNTS.values()):>7}")

@@ -23,11 +23,11 @@ import multiprocessing
 import sys
 import threading
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from itertools import chain, repeat
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
 
@@ -38,6 +38,10 @@ MAX_ORDER = 4
 GROUP_MIN = 4
 #: Upper bound on the cells of one (hypotheses x reference n-grams) count matrix.
 GROUP_CELLS = 1 << 22
+#: An n-gram as the Counters key it: a 1-gram by its token, longer ones by their tuple of tokens.
+NGram = str | tuple[str, ...]
+#: ``min`` of two counts, typed (``map(min, ...)`` runs in C; min's overloads defeat map's type inference).
+_smaller: Callable[[int, int], int] = min
 
 
 class LexicalScores(NamedTuple):
@@ -66,7 +70,7 @@ class LibraryScorer:
 
     def __init__(self, tokenizer: str = "zh") -> None:
         from rouge_score.rouge_scorer import RougeScorer
-        from sacrebleu.metrics import BLEU
+        from sacrebleu.metrics.bleu import BLEU
 
         self.tokenizer_name = tokenizer
         # The zh tokenizer is sacrebleu's own; jieba text is pre-tokenised, so BLEU must not re-tokenise it.
@@ -87,7 +91,7 @@ class LibraryScorer:
         hyp, ref = self._bleu_text(hypothesis), self._bleu_text(reference)
         bleu = [metric.sentence_score(hyp, [ref]).score / 100 for metric in self._bleus]
         rouge = self._rouge.score(reference, hypothesis)  # rouge-score takes (target, prediction)
-        return LexicalScores(*bleu, rouge["rouge1"].fmeasure, rouge["rougeL"].fmeasure)
+        return LexicalScores._make((*bleu, rouge["rouge1"].fmeasure, rouge["rougeL"].fmeasure))
 
 
 class _SacrebleuZhTokens:
@@ -96,10 +100,11 @@ class _SacrebleuZhTokens:
     def __init__(self) -> None:
         from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh
 
-        self._zh = TokenizerZh()
+        self._zh = TokenizerZh()  # type: ignore[no-untyped-call]  # sacrebleu leaves __init__ unannotated
 
     def tokenize(self, text: str) -> list[str]:
-        return self._zh(text.rstrip()).split()
+        tokenized: str = self._zh(text.rstrip())
+        return tokenized.split()
 
 
 @dataclass(frozen=True)
@@ -115,14 +120,14 @@ class ReferenceStats:
     length: int
     vocabulary: dict[str, int]
     token_ids: list[int]
-    ngrams: tuple[Counter, ...]
+    ngrams: tuple[Counter[NGram], ...]
     base: int
     packed: tuple[tuple[np.ndarray, np.ndarray], ...]
 
     @property
     def packable(self) -> bool:
         """Whether 4-grams fit into int64 digits of this base."""
-        return self.base**MAX_ORDER < 2**62
+        return bool(self.base**MAX_ORDER < 2**62)
 
 
 def reference_stats(tokens: list[str]) -> ReferenceStats:
@@ -141,15 +146,15 @@ def reference_stats(tokens: list[str]) -> ReferenceStats:
     return ReferenceStats(len(tokens), vocabulary, token_ids, _ngram_counts(tokens), base, tuple(packed))
 
 
-def _ngram_counts(tokens: list[str]) -> tuple[Counter, ...]:
+def _ngram_counts(tokens: list[str]) -> tuple[Counter[NGram], ...]:
     """Counters of the 1- to 4-grams of ``tokens`` (1-grams keyed by the token itself)."""
-    counts = [Counter(tokens)]
+    counts: list[Counter[NGram]] = [Counter[NGram](tokens)]
     for order in range(2, MAX_ORDER + 1):
-        counts.append(Counter(zip(*(tokens[i:] for i in range(order)), strict=False)))
+        counts.append(Counter[NGram](zip(*(tokens[i:] for i in range(order)), strict=False)))
     return tuple(counts)
 
 
-def clipped_matches(tokens: list[str], reference_ngrams: Sequence[Counter]) -> list[int]:
+def clipped_matches(tokens: list[str], reference_ngrams: Sequence[Counter[NGram]]) -> list[int]:
     """For n = 1..4: the sum over n-grams of min(count in ``tokens``, count in the reference).
 
     Only n-grams the reference has are counted (C-level ``filter``), and once an order has no match
@@ -157,11 +162,11 @@ def clipped_matches(tokens: list[str], reference_ngrams: Sequence[Counter]) -> l
     """
     correct: list[int] = []
     for order, ref_counts in enumerate(reference_ngrams, start=1):
-        grams = tokens if order == 1 else zip(*(tokens[i:] for i in range(order)), strict=False)
-        shared = Counter(filter(ref_counts.__contains__, grams))
+        grams: Iterable[NGram] = tokens if order == 1 else zip(*(tokens[i:] for i in range(order)), strict=False)
+        shared = Counter[NGram](filter(ref_counts.__contains__, grams))
         if not shared:
             return correct + [0] * (MAX_ORDER - len(correct))
-        correct.append(sum(map(min, shared.values(), map(ref_counts.__getitem__, shared))))
+        correct.append(sum(map(_smaller, shared.values(), map(ref_counts.__getitem__, shared))))
     return correct
 
 
@@ -275,7 +280,7 @@ class FastScorer:
         id_lists = [list(map(get, self._tokenizer.tokenize(text), repeat(0))) for text in hypotheses]
         # a reference has at most `length` distinct n-grams of any order: this bounds the count matrix
         step = max(1, max_cells // max(ref.length, 1))
-        results = []
+        results: list[LexicalScores] = []
         for start in range(0, len(id_lists), step):
             chunk = id_lists[start : start + step]
             correct = grouped_clipped_matches(chunk, ref).tolist()
@@ -296,7 +301,7 @@ class FastScorer:
             # tokens the reference lacks all share id 0, which no reference token has.
             lcs = self._lcs(ref.token_ids, hyp_ids)
             rouge_l = self._fmeasure(lcs / hyp_len, lcs / ref.length)
-        return LexicalScores(*bleu, rouge1, rouge_l)
+        return LexicalScores._make((*bleu, rouge1, rouge_l))
 
 
 def score_groups(groups: Sequence[tuple[str, Sequence[str]]], tokenizer: str) -> list[list[LexicalScores]]:
@@ -360,7 +365,7 @@ def score_pairs(
     for indices, scores in zip(by_reference.values(), group_scores, strict=True):
         for index, score in zip(indices, scores, strict=True):
             results[index] = score
-    return results  # type: ignore[return-value] - every index was filled above
+    return cast("list[LexicalScores]", results)  # every index was filled above
 
 
 def _score_in_pool(groups: list[tuple[str, list[str]]], tokenizer: str, workers: int) -> list[list[LexicalScores]]:

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from concurrent.futures import Future
 from importlib.metadata import version
 from itertools import chain
+from typing import Any
 
 from tqdm import tqdm
 
@@ -117,7 +118,7 @@ def _lexical_results(
             yield list(chain.from_iterable(score_groups(groups, tokenizer)))
         return
     with make_pool(workers) as pool:
-        pending: deque[Future] = deque()
+        pending: deque[Future[list[list[LexicalScores]]]] = deque()
         queued = iter(work)
         for groups in queued:
             pending.append(pool.submit(score_groups, groups, tokenizer))
@@ -149,7 +150,7 @@ def _score_blocks(
     signature: ScoreSignature,
     tokenizer: str,
     workers: int,
-    bar: tqdm,
+    bar: tqdm[Any],
 ) -> int:
     """Score the unscored responses of ``blocks`` and append them block by block; return how many."""
     references = {scenario_id: scenario.reference for scenario_id, scenario in scenarios.items()}

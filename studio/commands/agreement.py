@@ -102,7 +102,9 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str | None, 
                 f"{path}: cannot read it as {path.suffix}: {error}", param_hint="--votes"
             ) from None
         frame = frame.astype(object).where(frame.notna(), None)
-        rows = [{column: value_text(value) for column, value in record.items()} for record in frame.to_dict("records")]
+        rows: list[dict[str | None, str]] = [
+            {str(column): value_text(value) for column, value in record.items()} for record in frame.to_dict("records")
+        ]
         return [str(column) for column in frame.columns], list(enumerate(rows, start=1))
     try:
         with open(path, encoding="utf-8-sig", newline="") as source:

@@ -109,7 +109,8 @@ def expert_review_status(reviews: pd.DataFrame, *, criteria: Sequence[str] = EXP
     )
     verdicts["status"] = [_entry_status(row) for row in verdicts.to_dict("records")]
     verdicts.columns.name = None
-    return verdicts.reset_index()
+    table: pd.DataFrame = verdicts.reset_index()
+    return table
 
 
 def adjudicate(rubric: pd.DataFrame, s_by_item: Mapping[Any, float | None]) -> pd.DataFrame:
@@ -144,10 +145,8 @@ def _preferred(votes: pd.DataFrame) -> pd.Series:
     bad = ~choice.isin(["A", "B", "TIE"])
     if bad.any():
         raise ValueError(f"a pairwise choice must be A, B or tie; got {votes.loc[bad, 'choice'].iloc[0]!r}")
-    return pd.Series(
-        np.where(choice == "A", votes["system_a"], np.where(choice == "B", votes["system_b"], None)),
-        index=votes.index,
-    )
+    # the system in the chosen position; missing on a tie
+    return votes["system_a"].where(choice == "A", votes["system_b"].where(choice == "B"))
 
 
 def pairwise_majority(votes: pd.DataFrame) -> pd.DataFrame:

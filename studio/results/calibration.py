@@ -32,7 +32,7 @@ def _paired(frame: pd.DataFrame, judge: str, human: str) -> pd.DataFrame:
     absent = [column for column in (judge, human) if column not in frame.columns]
     if absent:
         raise ValueError(f"missing column(s): {', '.join(absent)}")
-    both = frame[[judge, human]].apply(pd.to_numeric, errors="raise").dropna()
+    both: pd.DataFrame = frame[[judge, human]].apply(pd.to_numeric, errors="raise").dropna()
     return both
 
 

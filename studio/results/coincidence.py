@@ -43,11 +43,12 @@ def fixed_deltas(domain: np.ndarray, level: Level) -> np.ndarray:
     values = np.asarray(domain, dtype=float)
     diff = values[:, None] - values[None, :]
     if level == "interval":
-        return diff**2
+        squared: np.ndarray = diff**2
+        return squared
     if level == "ratio":
         total = values[:, None] + values[None, :]
-        ratio = np.divide(diff, total, out=np.zeros_like(diff), where=total != 0)
-        return ratio**2
+        ratio: np.ndarray = np.divide(diff, total, out=np.zeros_like(diff), where=total != 0) ** 2
+        return ratio
     raise ValueError(f"level {level!r} has no fixed δ²; expected one of nominal, interval, ratio")
 
 
@@ -61,20 +62,23 @@ def ordinal_deltas(marginals: np.ndarray) -> np.ndarray:
     between = cumulative[..., None, :] - low  # Σ n_g for c ≤ g ≤ k (valid where c ≤ k)
     between = np.where(np.triu(np.ones(marginals.shape[-1], dtype=bool)), between, np.swapaxes(between, -1, -2))
     half = (marginals[..., :, None] + marginals[..., None, :]) / 2.0
-    return (between - half) ** 2
+    deltas: np.ndarray = (between - half) ** 2
+    return deltas
 
 
 def pairable(counts: np.ndarray) -> np.ndarray:
     """Return the rows of ``counts`` (as float) of units with at least two values: the only ones α uses."""
     counts = np.asarray(counts, dtype=float)
-    return counts[counts.sum(axis=1) >= 2]
+    units: np.ndarray = counts[counts.sum(axis=1) >= 2]
+    return units
 
 
 def coincidences(counts: np.ndarray) -> np.ndarray:
     """Return the V × V coincidence matrix ``o`` of the pairable units of ``counts``."""
     units = pairable(counts)
     scale = 1.0 / (units.sum(axis=1) - 1.0)
-    return (units * scale[:, None]).T @ units - np.diag(units.T @ scale)
+    observed: np.ndarray = (units * scale[:, None]).T @ units - np.diag(units.T @ scale)
+    return observed
 
 
 def alpha_from_coincidences(observed: np.ndarray, deltas: np.ndarray) -> float:

@@ -11,7 +11,7 @@ from typing import Any
 
 import pandas as pd
 from sqlalchemy import select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from studio.models import Answer, Campaign, Item, ResponseRow, ScenarioRow, ScoreRow, User
 from studio.schemas import FreeText, MultipleChoice, NumberRange, Pairwise, Rating, SingleChoice, WorkflowSchema
@@ -88,29 +88,29 @@ def campaign_answers(session: Session, campaign: Campaign) -> pd.DataFrame:
     """
     query = (
         select(
-            Answer.id,
-            Answer.item_id,
-            Answer.user_id,
-            User.username,
-            User.role,
-            Answer.values,
-            Answer.seconds_spent,
-            Answer.server_seconds,
-            Item.scenario_id,
-            Item.response_id,
-            Item.response_b_id,
-            Item.is_gold,
-            ResponseRow.model,
-            ResponseRow.variant,
-            ScenarioRow.subtask,
-            ScenarioRow.instruction_kind,
+            col(Answer.id),
+            col(Answer.item_id),
+            col(Answer.user_id),
+            col(User.username),
+            col(User.role),
+            col(Answer.values),
+            col(Answer.seconds_spent),
+            col(Answer.server_seconds),
+            col(Item.scenario_id),
+            col(Item.response_id),
+            col(Item.response_b_id),
+            col(Item.is_gold),
+            col(ResponseRow.model),
+            col(ResponseRow.variant),
+            col(ScenarioRow.subtask),
+            col(ScenarioRow.instruction_kind),
         )
-        .join(Item, Item.id == Answer.item_id)
-        .join(User, User.id == Answer.user_id)
-        .join(ScenarioRow, ScenarioRow.id == Item.scenario_id)
-        .outerjoin(ResponseRow, ResponseRow.id == Item.response_id)
-        .where(Answer.campaign_id == campaign.id)
-        .order_by(Answer.item_id, User.username)
+        .join(Item, col(Item.id) == col(Answer.item_id))
+        .join(User, col(User.id) == col(Answer.user_id))
+        .join(ScenarioRow, col(ScenarioRow.id) == col(Item.scenario_id))
+        .outerjoin(ResponseRow, col(ResponseRow.id) == col(Item.response_id))
+        .where(col(Answer.campaign_id) == campaign.id)
+        .order_by(col(Answer.item_id), col(User.username))
     )
     return _frame(session, query, ANSWER_COLUMNS)
 
@@ -119,16 +119,16 @@ def campaign_items(session: Session, campaign: Campaign) -> pd.DataFrame:
     """The campaign's items: item, scenario_id, response_id, response_b_id, is_gold, gold_answers, answer_count."""
     query = (
         select(
-            Item.id,
-            Item.scenario_id,
-            Item.response_id,
-            Item.response_b_id,
-            Item.is_gold,
-            Item.gold_answers,
-            Item.answer_count,
+            col(Item.id),
+            col(Item.scenario_id),
+            col(Item.response_id),
+            col(Item.response_b_id),
+            col(Item.is_gold),
+            col(Item.gold_answers),
+            col(Item.answer_count),
         )
-        .where(Item.campaign_id == campaign.id)
-        .order_by(Item.position)
+        .where(col(Item.campaign_id) == campaign.id)
+        .order_by(col(Item.position))
     )
     columns = ("item", "scenario_id", "response_id", "response_b_id", "is_gold", "gold_answers", "answer_count")
     return _frame(session, query, columns)
@@ -137,17 +137,17 @@ def campaign_items(session: Session, campaign: Campaign) -> pd.DataFrame:
 def _score_columns() -> dict[str, Any]:
     """:data:`SCORE_COLUMNS` → the SQL expression of each (the score row joined to its response)."""
     return {
-        "score_id": ScoreRow.id,
-        "response_id": ScoreRow.response_id,
-        "scenario_id": ResponseRow.scenario_id,
-        "model": ResponseRow.model,
-        "variant": ResponseRow.variant,
-        "subtask": ScoreRow.subtask,
-        "needs_adjudication": ResponseRow.needs_adjudication,
+        "score_id": col(ScoreRow.id),
+        "response_id": col(ScoreRow.response_id),
+        "scenario_id": col(ResponseRow.scenario_id),
+        "model": col(ResponseRow.model),
+        "variant": col(ResponseRow.variant),
+        "subtask": col(ScoreRow.subtask),
+        "needs_adjudication": col(ResponseRow.needs_adjudication),
         **{name: getattr(ScoreRow, name) for name in SCORE_METRICS},
-        "signature": ScoreRow.signature_label,
-        "judge_model": ScoreRow.judge_model,
-        "judge_prompt_version": ScoreRow.judge_prompt_version,
+        "signature": col(ScoreRow.signature_label),
+        "judge_model": col(ScoreRow.judge_model),
+        "judge_prompt_version": col(ScoreRow.judge_prompt_version),
     }
 
 
@@ -171,13 +171,14 @@ def score_frame(
         raise ValueError(f"unknown score column(s): {', '.join(unknown)}")
     query = (
         select(*(expressions[name] for name in columns))
-        .join(ResponseRow, ResponseRow.id == ScoreRow.response_id)
-        .order_by(ScoreRow.response_id)
+        .join(ResponseRow, col(ResponseRow.id) == col(ScoreRow.response_id))
+        .order_by(col(ScoreRow.response_id))
     )
     if campaign is not None:
-        query = query.where(ScoreRow.response_id.in_(select(Item.response_id).where(Item.campaign_id == campaign.id)))
+        in_campaign = select(col(Item.response_id)).where(col(Item.campaign_id) == campaign.id)
+        query = query.where(col(ScoreRow.response_id).in_(in_campaign))
     if variant is not None:
-        query = query.where(ResponseRow.variant == variant)
+        query = query.where(col(ResponseRow.variant) == variant)
     query = query.where(*(expressions[name].is_not(None) for name in present))
     frame = _frame(session, query, columns)
     for column in SCORE_METRICS:

@@ -31,7 +31,10 @@ def rated_answers(answers: pd.DataFrame, rule: MeanRule) -> pd.DataFrame:
     """``answers`` (one row per answer with its ``values`` dict, as ``store_views.campaign_answers`` gives them) with
     the rule's ``score`` and ``majority_of`` questions as columns, keeping the answers that give all of them."""
     questions = [rule.score, *rule.majority_of]
-    columns = {question: [(values or {}).get(question) for values in answers["values"]] for question in questions}
+    columns = {
+        question: pd.Series([(values or {}).get(question) for values in answers["values"]], index=answers.index)
+        for question in questions
+    }
     return answers.assign(**columns).dropna(subset=questions)
 
 
@@ -114,8 +117,8 @@ def instruction_following_table(ratings: pd.DataFrame) -> pd.DataFrame:
     if unknown:
         raise ValueError(f"unknown instruction kind: {', '.join(map(str, unknown))}")
     frame = ratings.assign(rating=pd.to_numeric(ratings["rating"], errors="raise"))
-    if "item" in frame.columns:
-        frame = frame.groupby(["model", "kind", "item"], sort=True, as_index=False)["rating"].mean()
+    if "item" in frame.columns:  # each response's ratings averaged first
+        frame = frame.groupby(["model", "kind", "item"], sort=True, as_index=False).agg(rating=("rating", "mean"))
     table = frame.pivot_table(index="model", columns="kind", values="rating", aggfunc="mean")
     table = table.reindex(columns=list(INSTRUCTION_KINDS))
     table.columns.name = None

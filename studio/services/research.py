@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sqlalchemy import select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from pipeline.leaderboard import Leaderboard
 from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User, UserPublic
@@ -115,8 +115,8 @@ def leaderboard_rows(
     ``judge`` labelling the judge (model + prompt version) of itinerary I–III rows, so two judges never mix.
     ``columns`` picks the score columns loaded (they must include subtask, judge_model, judge_prompt_version and,
     for the masking, needs_adjudication, J_human and J_final)."""
-    from pipeline.leaderboard import judge_label
     from pipeline.records import JUDGED_SUBTASKS
+    from pipeline.results import judge_label
 
     rows = mask_awaiting_adjudication(score_frame(session, variant=variant, columns=columns))
     judged = rows["subtask"].isin(JUDGED_SUBTASKS) & rows["judge_model"].notna()
@@ -133,9 +133,11 @@ def score_choices(session: Session, *, user: UserPublic | None) -> tuple[list[st
     """The distinct variants and score signatures of the stored scores, each sorted (a leaderboard never mixes
     them). Two DISTINCT queries, not a load of every score: the research page asks on every load."""
     _check(user)
-    scored = select(ScoreRow.response_id)
-    variants = session.execute(select(ResponseRow.variant).where(ResponseRow.id.in_(scored)).distinct()).scalars()
-    signatures = session.execute(select(ScoreRow.signature_label).distinct()).scalars()
+    scored = select(col(ScoreRow.response_id))
+    variants = session.execute(
+        select(col(ResponseRow.variant)).where(col(ResponseRow.id).in_(scored)).distinct()
+    ).scalars()
+    signatures = session.execute(select(col(ScoreRow.signature_label)).distinct()).scalars()
     return sorted(v for v in variants if v is not None), sorted(s for s in signatures if s)
 
 

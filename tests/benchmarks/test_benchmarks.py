@@ -23,6 +23,7 @@ def benchmark_module(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str]
         sys.modules.pop(name, None)
 
 
+@pytest.mark.serial  # a load test: 4 client threads and a server flat out, measured against the machine's CPU
 def test_a_small_run_reports_every_phase_and_finds_nothing_lost(
     benchmark_module: Callable[[str], ModuleType], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -88,6 +89,7 @@ def test_slices_pool_into_one_phase(benchmark_module: Callable[[str], ModuleType
     assert merged.server_cpu_s is None and merged.slices == [first, second]
 
 
+@pytest.mark.serial  # compares two timings of one run
 def test_the_aggregation_benchmark_times_both_ways_from_the_same_state(
     benchmark_module: Callable[[str], ModuleType], capsys: pytest.CaptureFixture[str]
 ) -> None:
