@@ -1,4 +1,4 @@
-"""The LLM judge for itinerary levels I-III, and the combined results (S, J_judge, J, J_final, flag).
+"""The LLM judge for itinerary levels I-III; the combined results (S, J, J_final, the flag) are in pipeline.results.
 
 The judge asks an OpenAI-compatible model (temperature 0) to grade each itinerary response 0-5 by
 the rubric in ``pipeline/resources/prompts/judge_rubric.md``. Answers are cached by ``(prompt hash, judge model)``
@@ -31,9 +31,7 @@ from pipeline.generation.base import (
 from pipeline.jsonl import JsonlAppender, RecordError, iter_lines, parse_json_line, repair_torn_tail
 from pipeline.paths import prompts_dir
 from pipeline.records import JUDGED_SUBTASKS, Judgment, Response, Scenario, utc_now
-from pipeline.results import build_results as build_results  # re-exported: the studio imports it from here
 from pipeline.results import judge_label
-from pipeline.results import write_results as write_results
 from pipeline.rundir import RunDir
 
 if TYPE_CHECKING:

@@ -86,7 +86,7 @@ def run_demo_pipeline(run_dir: Path, *, workers: int = 1) -> tuple[int, int]:
 
     Returns ``(results written, responses flagged for adjudication)``.
     """
-    from pipeline.judge import write_results
+    from pipeline.results import write_results
     from pipeline.rundir import RunDir
     from pipeline.scoring.run import score_run
 

@@ -20,7 +20,6 @@ from pipeline.jsonl import read_records, write_records
 from pipeline.judge import (
     JUDGE_SAMPLING,
     build_judge_messages,
-    build_results,
     judge_prompt_version,
     load_rubric,
     parse_judge_answer,
@@ -28,6 +27,7 @@ from pipeline.judge import (
     run_judge,
 )
 from pipeline.records import Judgment, Response, Result, Scenario, Score, ScoreSignature, record_key
+from pipeline.results import build_results
 from pipeline.rundir import RunDir
 from tests.pipeline.conftest import make_scenarios
 from tests.pipeline.fake_openai import FakeOpenAI, Fault

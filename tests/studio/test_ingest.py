@@ -79,7 +79,7 @@ def test_changed_scenario_text_updates_in_place_and_is_audit_logged(engine: Engi
 
 
 def test_results_file_is_used_when_present(engine: Engine, run_dir: RunDir) -> None:
-    from pipeline.judge import build_results
+    from pipeline.results import build_results
 
     scenarios = run_dir.load_scenarios()
     from pipeline.records import Judgment, Score
