@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from alembic import context
+from sqlalchemy import Connection
 from sqlmodel import SQLModel
 
 import studio.models  # noqa: F401 - registers every table on SQLModel.metadata
@@ -24,7 +25,7 @@ def run_migrations() -> None:
     _run(connection)
 
 
-def _run(connection: object) -> None:
+def _run(connection: Connection) -> None:
     context.configure(
         connection=connection,
         target_metadata=target_metadata,
