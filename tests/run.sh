@@ -36,9 +36,11 @@ if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
 fi
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
-.venv/bin/ruff check .
-.venv/bin/ruff format --check .
-.venv/bin/mypy
+# Every check runs even when an earlier one fails (the tests still report), and the script fails if any did.
+status=0
+.venv/bin/ruff check . || status=1
+.venv/bin/ruff format --check . || status=1
+.venv/bin/mypy || status=1
 
 # pytest twice: the parallel-safe tests on every core (pytest-xdist; tests that share an expensive session fixture
 # form one xdist_group, kept on one worker by --dist loadgroup), then the tests marked `serial` (load and
@@ -49,7 +51,6 @@ pytest_pass() {
   [ "$code" = 5 ] && code=0
   return "$code"
 }
-status=0
 pytest_pass -n "${H2H_TEST_WORKERS:-auto}" --dist loadgroup -m "not serial" "$@" || status=$?
 pytest_pass -m serial "$@" || status=$?
 exit "$status"
