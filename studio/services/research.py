@@ -17,7 +17,15 @@ import pandas as pd
 from sqlalchemy import select
 from sqlmodel import Session, col
 
-from pipeline.leaderboard import Leaderboard
+from pipeline.leaderboard import (
+    Leaderboard,
+    LeaderboardError,
+    awaiting_adjudication,
+    build_leaderboard,
+    select_rows,
+)
+from pipeline.records import JUDGED_SUBTASKS
+from pipeline.results import judge_label
 from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User, UserPublic
 from studio.results.aggregate import complete_answers
 from studio.results.agreement import agreement_by_question, annotator_agreement, code_ratings, gold_accuracy
@@ -99,11 +107,9 @@ LEADERBOARD_SCORE_COLUMNS: tuple[str, ...] = (
 
 
 def mask_awaiting_adjudication(rows: pd.DataFrame) -> pd.DataFrame:
-    """``rows`` (of :func:`~studio.results.store_views.score_frame`, with subtask, needs_adjudication, J_human and
-    J_final) with J_final blanked on flagged items the experts have not adjudicated yet: those have no final score
+    """``rows`` (of :func:`~studio.results.store_views.score_frame`, with needs_adjudication, J_human and J_final)
+    with J_final blanked on flagged items the experts have not adjudicated yet: those have no final score
     (``pipeline.leaderboard.awaiting_adjudication``, the leaderboard's own rule)."""
-    from pipeline.leaderboard import awaiting_adjudication
-
     return rows.assign(J_final=rows["J_final"].mask(awaiting_adjudication(rows)))
 
 
@@ -115,9 +121,6 @@ def leaderboard_rows(
     ``judge`` labelling the judge (model + prompt version) of itinerary I–III rows, so two judges never mix.
     ``columns`` picks the score columns loaded (they must include subtask, judge_model, judge_prompt_version and,
     for the masking, needs_adjudication, J_human and J_final)."""
-    from pipeline.records import JUDGED_SUBTASKS
-    from pipeline.results import judge_label
-
     rows = mask_awaiting_adjudication(score_frame(session, variant=variant, columns=columns))
     judged = rows["subtask"].isin(JUDGED_SUBTASKS) & rows["judge_model"].notna()
     rows["judge"] = [
@@ -156,8 +159,6 @@ def leaderboard(
     ``NotFound`` when the store holds no scores; ``InvalidInput`` when it holds several variants, signatures or judges
     and none was chosen (they never mix; see ``pipeline.leaderboard.select_rows``).
     """
-    from pipeline.leaderboard import LeaderboardError, build_leaderboard, select_rows
-
     _check(user)
     rows = leaderboard_rows(session, variant=variant, columns=LEADERBOARD_SCORE_COLUMNS)
     if rows.empty and variant is not None:  # an unknown variant: select_rows names the ones present
