@@ -66,7 +66,12 @@ def _add_result_routes(router: APIRouter, engine: Engine) -> None:
         with read_session(engine) as session:
             user = auth.signed_in(session, token=token)
             view = research.leaderboard(session, user=user, variant=variant, signature=signature, judge=judge)
-        return {"rows": research.frame_records(view.table), "pending": view.pending, "adjudicated": view.adjudicated}
+        return {
+            "rows": research.frame_records(view.table),
+            "pending": view.pending,
+            "adjudicated": view.adjudicated,
+            "coverage": research.frame_records(view.coverage),  # per cell: items counted and pending
+        }
 
     @router.get("/results/sap", tags=["results"])
     def sap(token: BearerToken, campaign: str | None = None, by_model: bool = False) -> list[dict[str, Any]]:

@@ -95,6 +95,8 @@ def test_researchers_read_but_do_not_write(
     assert png.headers["content-type"] == "image/png" and png.content[:4] == b"\x89PNG"
     board = call(client, "GET", "/v1/results/leaderboard?variant=with_sap", None, headers).json()
     assert {row["model"] for row in board["rows"]} == {"model-alpha", "model-beta"} and board["pending"]
+    cells = {(cell["model"], cell["column"]): cell for cell in board["coverage"]}
+    assert all(cells[(model, "overall")]["pending"] == count for model, count in board["pending"].items())
     assert call(client, "GET", "/v1/results/leaderboard", None, headers).status_code == 422
 
 
