@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy import Engine, func, insert, select
 from sqlmodel import Session
 
-from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, UserPublic, utc_now
+from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, utc_now
 from studio.models.curation import ScenarioStatus, ScenarioStatusBase
 from studio.results.aggregate import adjudicate, crowd_majority, expert_review_status, pairwise_majority
 from studio.results.store_views import answers_by_question, campaign_answers, score_frame
@@ -46,15 +46,12 @@ from studio.schemas import (
     SingleChoice,
     WorkflowSchema,
 )
-from studio.services.auth import require_role
 from studio.services.content import pair_is_swapped
 from studio.services.queue import campaign_schema, get_campaign
 from studio.services.review import open_review_items
 
 logger = logging.getLogger(__name__)
 
-#: Who may run aggregation (it writes statuses and scores).
-AGGREGATE_ROLES: tuple[str, ...] = ("curator", "admin")
 #: A crowd verdict → the scenario's status.
 VERDICT_STATUS: dict[str, str] = {"keep": "accepted", "revise": "needs_revision", "discard": "rejected"}
 #: Whose status decision outweighs whose (the prefix of ScenarioStatus.decided_by).
@@ -372,22 +369,21 @@ def _run_rule(
 
 
 def aggregate_campaign(
-    session: Session, *, campaign: str, user: UserPublic | None = None, answers: pd.DataFrame | None = None
+    session: Session, *, campaign: str, actor: str = "aggregate", answers: pd.DataFrame | None = None
 ) -> AggregationSummary:
     """Aggregate one campaign by its schema snapshot's rule and write the outcome (see the module docstring).
 
-    ``user`` None is the trusted command line; otherwise a curator or admin (``PermissionDenied`` else).
-    ``answers``: the campaign's answers as :func:`answers_to_aggregate` read them (default: read them here).
-    Idempotent: a second run over the same answers reports ``changed == 0``. ``NotFound`` for an unknown campaign.
+    ``actor`` names who ran it in the audit log (who *may* run it is ``studio.policies.CurationPolicy.aggregate``,
+    checked by ``studio.usecases.curate``). ``answers``: the campaign's answers as :func:`answers_to_aggregate` read
+    them (default: read them here). Idempotent: a second run over the same answers reports ``changed == 0``.
+    ``NotFound`` for an unknown campaign.
     """
-    if user is not None:
-        require_role(user, *AGGREGATE_ROLES)
     found = get_campaign(session, campaign)
     summary = _run_rule(session, found, campaign_schema(found), answers)
     if summary.changed:
         session.add(
             AuditLog(
-                actor=user.username if user else "aggregate",
+                actor=actor,
                 action="campaign.aggregate",
                 entity="campaign",
                 entity_id=found.name,
@@ -400,14 +396,12 @@ def aggregate_campaign(
 
 
 def aggregate_all(
-    session: Session, *, user: UserPublic | None = None, answers: Mapping[str, pd.DataFrame] | None = None
+    session: Session, *, actor: str = "aggregate", answers: Mapping[str, pd.DataFrame] | None = None
 ) -> list[AggregationSummary]:
     """Aggregate every campaign, oldest first (review campaigns opened on the way are aggregated too).
 
     ``answers``: campaign name → its answers as :func:`answers_to_aggregate` read them; others are read here.
     """
-    if user is not None:
-        require_role(user, *AGGREGATE_ROLES)
     summaries: list[AggregationSummary] = []
     done: set[int] = set()
     while True:
@@ -417,25 +411,19 @@ def aggregate_all(
             return summaries
         for campaign_id, name in todo:
             done.add(campaign_id)
-            summaries.append(aggregate_campaign(session, campaign=name, user=user, answers=(answers or {}).get(name)))
+            summaries.append(aggregate_campaign(session, campaign=name, actor=actor, answers=(answers or {}).get(name)))
 
 
-def answers_to_aggregate(
-    session: Session, *, campaign: str | None = None, user: UserPublic | None = None
-) -> dict[str, pd.DataFrame]:
+def answers_to_aggregate(session: Session, *, campaign: str | None = None) -> dict[str, pd.DataFrame]:
     """The answers of ``campaign`` (every campaign when None) by campaign name, read for a later write session.
 
-    Checks the caller like :func:`aggregate_campaign`; ``NotFound`` for an unknown campaign.
+    ``NotFound`` for an unknown campaign.
     """
-    if user is not None:
-        require_role(user, *AGGREGATE_ROLES)
     names = [campaign] if campaign is not None else list(session.execute(select(Campaign.name)).scalars())
     return {name: campaign_answers(session, get_campaign(session, name)) for name in names}
 
 
-def aggregate(
-    engine: Engine, *, campaign: str | None = None, user: UserPublic | None = None
-) -> list[AggregationSummary]:
+def aggregate(engine: Engine, *, campaign: str | None = None, actor: str = "aggregate") -> list[AggregationSummary]:
     """Aggregate ``campaign`` (every campaign when None): answers read first, then one write transaction.
 
     The same outcome as :func:`aggregate_campaign` / :func:`aggregate_all` in one write session, with the write lock
@@ -444,8 +432,15 @@ def aggregate(
     from studio.db import read_session, write_session
 
     with read_session(engine) as session:
-        answers = answers_to_aggregate(session, campaign=campaign, user=user)
+        answers = answers_to_aggregate(session, campaign=campaign)
     with write_session(engine) as session:
-        if campaign is not None:
-            return [aggregate_campaign(session, campaign=campaign, user=user, answers=answers[campaign])]
-        return aggregate_all(session, user=user, answers=answers)
+        return write_aggregation(session, campaign=campaign, actor=actor, answers=answers)
+
+
+def write_aggregation(
+    session: Session, *, campaign: str | None, actor: str, answers: Mapping[str, pd.DataFrame]
+) -> list[AggregationSummary]:
+    """The write half of :func:`aggregate`: apply the rules to ``answers`` (of :func:`answers_to_aggregate`)."""
+    if campaign is not None:
+        return [aggregate_campaign(session, campaign=campaign, actor=actor, answers=answers[campaign])]
+    return aggregate_all(session, actor=actor, answers=answers)

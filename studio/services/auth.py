@@ -11,8 +11,9 @@ from sqlalchemy import Select, bindparam, select, update
 from sqlmodel import Session
 
 from studio.db import core_connection
-from studio.models import ROLES, AuditLog, AuthToken, User, UserPublic, utc_now
-from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound, PermissionDenied
+from studio.models import AuditLog, AuthToken, User, UserPublic, utc_now
+from studio.policies import ROLES
+from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
 from studio.services.text import is_unicode
 
 DEFAULT_TOKEN_TTL_SECONDS = 7 * 24 * 3600
@@ -159,13 +160,4 @@ def signed_in(session: Session, *, token: str) -> UserPublic:
     user = user_for_token(session, token=token)
     if user is None:
         raise NotAuthenticated("authorization: the token is unknown, expired or revoked")
-    return user
-
-
-def require_role(user: UserPublic | None, *roles: str) -> UserPublic:
-    """Return ``user`` when they hold one of ``roles``; ``NotAuthenticated`` for no user, else ``PermissionDenied``."""
-    if user is None:
-        raise NotAuthenticated("login required")
-    if roles and user.role not in roles:
-        raise PermissionDenied(f"role: {user.role!r} may not do this (needs {' or '.join(roles)})")
     return user

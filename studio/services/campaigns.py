@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import secrets
 from collections import defaultdict
+from collections.abc import Iterable
 from itertools import combinations
 from typing import Any
 
@@ -11,14 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import insert, select
 from sqlmodel import Session
 
-from studio.models import AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScenarioRow, UserPublic
+from studio.models import AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScenarioRow
 from studio.schemas import AnswerValidationError, WorkflowSchema
 from studio.services.answers import campaign_progress
 from studio.services.errors import Conflict, InvalidInput, NotFound
 from studio.services.queue import get_campaign
-
-#: Roles that manage campaigns: they see every campaign in listings, open or closed.
-MANAGER_ROLES: tuple[str, ...] = ("curator", "researcher", "admin")
 
 
 class TargetSelection(BaseModel):
@@ -224,25 +222,17 @@ def set_campaign_status(session: Session, *, name: str, status: str, actor: str 
     return CampaignPublic.model_validate(campaign)
 
 
-def list_campaigns(session: Session, *, user: UserPublic | None, include_closed: bool = False) -> list[CampaignPublic]:
-    """Campaigns open to ``user``'s role (managers, or ``user`` None for the CLI, see all when ``include_closed``)."""
+def list_campaigns(session: Session) -> list[CampaignPublic]:
+    """Every campaign, open or closed, by name (who sees which is ``studio.usecases.annotate``'s business)."""
     campaigns = session.execute(select(Campaign).order_by(Campaign.name)).scalars().all()
-    manager = user is None or user.role in MANAGER_ROLES
-
-    def visible(campaign: Campaign) -> bool:
-        if include_closed and manager:
-            return True
-        return campaign.status == "open" and (user is None or user.role in campaign.eligible_roles)
-
-    return [CampaignPublic.model_validate(campaign) for campaign in campaigns if visible(campaign)]
+    return [CampaignPublic.model_validate(campaign) for campaign in campaigns]
 
 
-def campaign_summaries(
-    session: Session, *, user: UserPublic | None, include_closed: bool = False
-) -> list[CampaignSummary]:
-    """:func:`list_campaigns` with each campaign's title and progress (answers, items, complete items)."""
+def campaign_summaries(session: Session, campaigns: Iterable[CampaignPublic] | None = None) -> list[CampaignSummary]:
+    """``campaigns`` (default: every campaign, by name) with each one's title and progress (answers, items,
+    complete items)."""
     summaries = []
-    for public in list_campaigns(session, user=user, include_closed=include_closed):
+    for public in list_campaigns(session) if campaigns is None else campaigns:
         campaign = session.get(Campaign, public.id)
         if campaign is None:
             raise NotFound(f"campaign: {public.name!r} vanished")
@@ -257,3 +247,9 @@ def campaign_summaries(
             )
         )
     return summaries
+
+
+def schema_snapshots(session: Session) -> list[dict[str, Any]]:
+    """Every campaign's frozen workflow schema (as stored, oldest campaign first), for the forms a page builds."""
+    query = select(Campaign.schema_snapshot).order_by(Campaign.id)
+    return [dict(snapshot) for snapshot in session.execute(query).scalars() if snapshot]

@@ -1,10 +1,10 @@
 """Curation: browse scenarios and responses, inspect one scenario's votes, accept / edit / reject with an audit
 trail, and publish immutable dataset versions.
 
-Curators and admins may change things; researchers may read (browse, inspect, list and read versions).
-``user`` None means the trusted command line. Edits are an overlay (``ScenarioStatus.edits``) on the ingested
-scenario, so re-ingesting a run never silently overwrites them; ``base_changed`` shows when the ingested text
-under an edit changed since the curator made it.
+Who may read and who may change is ``studio.policies.CurationPolicy``, checked by ``studio.usecases.curate`` before
+it calls these functions (the command line calls them directly: it is trusted). Edits are an overlay
+(``ScenarioStatus.edits``) on the ingested scenario, so re-ingesting a run never silently overwrites them;
+``base_changed`` shows when the ingested text under an edit changed since the curator made it.
 """
 
 from __future__ import annotations
@@ -31,12 +31,10 @@ from studio.models import (
     ScenarioRow,
     ScoreRow,
     User,
-    UserPublic,
     utc_now,
 )
 from studio.models.curation import (
     EDITABLE_FIELDS,
-    STATUSES,
     DatasetVersion,
     DatasetVersionPublic,
     ScenarioStatus,
@@ -44,13 +42,9 @@ from studio.models.curation import (
 )
 from studio.results.agreement import percent_agreement
 from studio.schemas import FreeText, WorkflowSchema
-from studio.services.auth import require_role
 from studio.services.errors import Conflict, InvalidInput, NotFound
 
-CURATE_ROLES: tuple[str, ...] = ("curator", "admin")
-READ_ROLES: tuple[str, ...] = ("curator", "researcher", "admin")
 ACTIONS: tuple[str, ...] = ("accept", "edit", "reject")
-MAX_PAGE_SIZE = 500
 MAX_AUDIT_ENTRIES = 1000
 SCENARIO_FIELDS: tuple[str, ...] = (
     "id",
@@ -74,32 +68,19 @@ class Page(BaseModel):
     rows: list[dict[str, Any]]
 
 
-def _check(user: UserPublic | None, roles: tuple[str, ...]) -> str:
-    """The actor's name after the role check; the command line (``user`` None) is trusted."""
-    if user is None:
-        return "cli"
-    return require_role(user, *roles).username
-
-
-def _paging(page: int, page_size: int) -> tuple[int, int]:
-    if page < 1:
-        raise InvalidInput("page: must be 1 or more")
-    if not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise InvalidInput(f"page_size: must be 1-{MAX_PAGE_SIZE}")
-    return (page - 1) * page_size, page_size
-
-
 def _page(session: Session, query: Any, page: int, page_size: int) -> Page:
-    offset, limit = _paging(page, page_size)
+    """Page ``page`` (from 1) of ``page_size`` rows of ``query``, and how many rows it matches in all.
+
+    Paging and filters arrive checked (``studio.usecases.queries``: one rule for both front doors).
+    """
     total = session.execute(select(func.count()).select_from(query.order_by(None).subquery())).scalar_one()
-    rows = [dict(row._mapping) for row in session.execute(query.offset(offset).limit(limit))]
+    rows = [dict(row._mapping) for row in session.execute(query.offset((page - 1) * page_size).limit(page_size))]
     return Page(total=int(total), page=page, page_size=page_size, rows=rows)
 
 
 def browse_scenarios(
     session: Session,
     *,
-    user: UserPublic | None,
     subtask: str | None = None,
     status: str | None = None,
     agreement_below: float | None = None,
@@ -109,14 +90,11 @@ def browse_scenarios(
 ) -> Page:
     """Scenarios with their review state, filtered and paginated (two queries, whatever the page).
 
-    ``status`` is one of :data:`STATUSES` (``pending`` includes scenarios nobody reviewed yet);
+    ``status`` is one of ``studio.models.curation.STATUSES`` (``pending`` includes scenarios nobody reviewed yet);
     ``agreement_below`` keeps scenarios whose crowd agreement (winning share) is below it; ``disagreement`` keeps
     those with (or without) a crowd tie / low agreement. Rows: id, subtask, user_input, reference, status,
     decided_by, crowd_decision, crowd_votes, crowd_agreement, disagreement, edited, base_changed.
     """
-    _check(user, READ_ROLES)
-    if status is not None and status not in STATUSES:
-        raise InvalidInput(f"status: {status!r} is not one of {', '.join(STATUSES)}")
     state = func.coalesce(ScenarioStatus.status, "pending")
     query = select(
         ScenarioRow.id,
@@ -148,7 +126,6 @@ def browse_scenarios(
 def browse_responses(
     session: Session,
     *,
-    user: UserPublic | None,
     subtask: str | None = None,
     model: str | None = None,
     variant: str | None = None,
@@ -163,7 +140,6 @@ def browse_responses(
     an experts' J_human. Rows: response_id, scenario_id, model, variant, subtask, needs_adjudication, S, J_judge,
     J, J_human, J_final.
     """
-    _check(user, READ_ROLES)
     query = (
         select(
             ResponseRow.id.label("response_id"),
@@ -220,10 +196,9 @@ def _tallies(answers: pd.DataFrame, schema: WorkflowSchema) -> tuple[dict[str, A
     return tallies, comments
 
 
-def scenario_detail(session: Session, *, user: UserPublic | None, scenario_id: str) -> dict[str, Any]:
+def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
     """One scenario: its record (as ingested and as edited), review state, per-campaign tallies, agreement and
     comments of its scenario-level items, and the automatic / judge scores of its responses (three queries)."""
-    _check(user, READ_ROLES)
     row = session.get(ScenarioRow, scenario_id)
     if row is None:
         raise NotFound(f"scenario_id: no scenario {scenario_id!r}")
@@ -299,19 +274,18 @@ def _scenario_and_status(session: Session, scenario_id: str) -> tuple[ScenarioRo
 def decide_scenario(
     session: Session,
     *,
-    user: UserPublic | None,
+    actor: str,
     scenario_id: str,
     action: str,
     reason: str,
     edits: dict[str, Any] | None = None,
 ) -> ScenarioStatusPublic:
-    """Accept, edit or reject a scenario (curators and admins); audit-logged with who, when, before, after, why.
+    """Accept, edit or reject a scenario as ``actor``; audit-logged with who, when, before, after, why.
 
     ``reason`` is required. ``edit`` merges ``edits`` (fields of :data:`EDITABLE_FIELDS`, checked against the
     Scenario record type) into the overlay and leaves the status (and who decided it) alone; accept / reject set
     the status, and a curator's status outranks crowd and expert aggregation from then on.
     """
-    actor = _check(user, CURATE_ROLES)
     if action not in ACTIONS:
         raise InvalidInput(f"action: {action!r} is not one of {', '.join(ACTIONS)}")
     if not reason or not reason.strip():
@@ -363,14 +337,13 @@ def accepted_records(session: Session, *, include_edits: bool = True) -> list[di
 
 
 def publish_dataset(
-    session: Session, *, user: UserPublic | None, name: str, include_edits: bool = True, note: str | None = None
+    session: Session, *, actor: str, name: str, include_edits: bool = True, note: str | None = None
 ) -> tuple[DatasetVersionPublic, bool]:
-    """Publish the accepted scenarios as an immutable version; return it and whether it was created.
+    """Publish the accepted scenarios as an immutable version (by ``actor``); return it and whether it was created.
 
     Identical content (same hash) returns the existing version (``created`` False) whatever ``name`` says; a
     ``name`` already used for other content is a ``Conflict``; nothing accepted is ``InvalidInput``.
     """
-    actor = _check(user, CURATE_ROLES)
     name = name.strip()
     if not name or len(name) > 128:
         raise InvalidInput("name: must be 1-128 characters")
@@ -404,16 +377,14 @@ def publish_dataset(
     return DatasetVersionPublic.model_validate(version), True
 
 
-def list_dataset_versions(session: Session, *, user: UserPublic | None) -> list[DatasetVersionPublic]:
+def list_dataset_versions(session: Session) -> list[DatasetVersionPublic]:
     """Every published version, oldest first."""
-    _check(user, READ_ROLES)
     rows = session.execute(select(DatasetVersion).order_by(DatasetVersion.id)).scalars()
     return [DatasetVersionPublic.model_validate(row) for row in rows]
 
 
-def dataset_version_records(session: Session, *, user: UserPublic | None, version: str) -> list[dict[str, Any]]:
+def dataset_version_records(session: Session, *, version: str) -> list[dict[str, Any]]:
     """The scenarios of a published version, as published; ``NotFound`` for an unknown name."""
-    _check(user, READ_ROLES)
     found = session.execute(select(DatasetVersion).where(DatasetVersion.name == version)).scalars().first()
     if found is None:
         raise NotFound(f"version: no dataset version {version!r}")
@@ -423,14 +394,12 @@ def dataset_version_records(session: Session, *, user: UserPublic | None, versio
 def list_audit_entries(
     session: Session,
     *,
-    user: UserPublic | None,
     entity: str | None = None,
     entity_id: str | None = None,
     limit: int = 200,
 ) -> list[AuditLogPublic]:
     """The newest audit entries first (at most ``limit``, 1-:data:`MAX_AUDIT_ENTRIES`), only those of ``entity``
-    (e.g. ``"scenario"``) and/or ``entity_id`` when given. Curators, researchers and admins may read the log."""
-    _check(user, READ_ROLES)
+    (e.g. ``"scenario"``) and/or ``entity_id`` when given."""
     if not 1 <= limit <= MAX_AUDIT_ENTRIES:
         raise InvalidInput(f"limit: must be 1-{MAX_AUDIT_ENTRIES}")
     query = select(AuditLog).order_by(AuditLog.id.desc()).limit(limit)  # type: ignore[union-attr]

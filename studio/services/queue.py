@@ -114,18 +114,20 @@ def _once_per_session(
     return found
 
 
-def require_answerable(campaign: Campaign | CampaignState, user: UserPublic) -> None:
-    """``PermissionDenied`` unless the campaign is open and the person's role may answer it."""
-    if user.role not in campaign.eligible_roles:
-        raise PermissionDenied(f"campaign: {campaign.name!r} is not open to role {user.role!r}")
+def require_open(campaign: Campaign | CampaignState) -> None:
+    """``PermissionDenied`` when the campaign is closed (no next items, submits, skips or revisions then).
+
+    Who may answer a campaign is a policy (``studio.policies.CampaignPolicy.answer``), checked by the use case
+    before it calls the queue; that the campaign is open is the queue's own rule, for every caller alike.
+    """
     if campaign.status != "open":
         raise PermissionDenied(f"campaign: {campaign.name!r} is closed")
 
 
-def open_campaign_for(session: Session, name: str, user: UserPublic) -> CampaignState:
-    """Look the campaign up, check the caller may answer it, and take its queue lock."""
+def open_campaign(session: Session, name: str) -> CampaignState:
+    """Look the campaign up, check it is open, and take its queue lock."""
     campaign = campaign_state(session, name)
-    require_answerable(campaign, user)
+    require_open(campaign)
     lock_campaign(session, campaign.id)
     return campaign
 
@@ -190,7 +192,7 @@ def take_lease(
     Run it in a write session; :func:`view_of` builds the view from the handout (in that session or any other).
     """
     now = now or utc_now()
-    found = open_campaign_for(session, campaign, user)
+    found = open_campaign(session, campaign)
     live = live_lease_of(session, found.id, user.id, now)
     if live is not None:
         item = item_row(session, live.item_id)
@@ -272,7 +274,7 @@ def skip_item(
 ) -> None:
     """Release the caller's lease and put the item after all others for them."""
     now = now or utc_now()
-    found = open_campaign_for(session, campaign, user)
+    found = open_campaign(session, campaign)
     campaign_item(session, found, item_id)
     lease = own_lease(session, found, user, item_id, lease_id)
     release_lease(session, lease.id, at=now, outcome="skipped")  # only if still open: the UPDATE says so itself

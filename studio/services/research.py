@@ -1,6 +1,7 @@
 """What researchers read out of the store: the leaderboard (Table 2) from adjudicated scores, the SAP safety table
 (Table 3), instruction following (Fig. 7), agreement reports, judge-vs-human calibration, progress and score
-distributions. Read-only: researchers, curators and admins; ``user`` None is the trusted command line.
+distributions. Read-only. Who may read them is ``studio.policies.ResultsPolicy``, checked by
+``studio.usecases.research`` before it calls these functions (the command line calls them directly: it is trusted).
 
 Each function loads what it needs with one query per table family (answers once per campaign) into pandas and
 hands it to the pure statistics of ``studio.results``.
@@ -17,7 +18,7 @@ import pandas as pd
 from sqlalchemy import select
 from sqlmodel import Session
 
-from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User, UserPublic
+from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User
 from studio.results.agreement import agreement_by_question, annotator_agreement, code_ratings, gold_accuracy
 from studio.results.calibration import Calibration, judge_human_calibration
 from studio.results.figures import plot_score_distribution
@@ -32,14 +33,12 @@ from studio.results.store_views import (
 )
 from studio.results.tables import instruction_following_table, table2_from_groups, table3
 from studio.schemas import MeanRule
-from studio.services.auth import require_role
 from studio.services.campaigns import campaign_summaries
 from studio.services.errors import InvalidInput, NotFound
 from studio.services.queue import campaign_schema, get_campaign
 
 __all__ = ["plot_score_distribution"]  # re-exported: the UI and API plot through this module
 
-RESEARCH_ROLES: tuple[str, ...] = ("researcher", "curator", "admin")
 #: Score columns a distribution can be drawn of, with their range.
 METRIC_RANGES: dict[str, tuple[float, float]] = {
     **dict.fromkeys(("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S"), (0.0, 1.0)),
@@ -49,11 +48,6 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
 
 #: The score columns Table 3 reads: only the rated responses' scores are loaded.
 SAFETY_SCORE_COLUMNS: tuple[str, ...] = ("scenario_id", "model", "variant", "bleu4", "rougeL", "ss")
-
-
-def _check(user: UserPublic | None) -> None:
-    if user is not None:
-        require_role(user, *RESEARCH_ROLES)
 
 
 @dataclass(frozen=True)
@@ -89,10 +83,9 @@ def leaderboard_rows(session: Session) -> pd.DataFrame:
     return rows
 
 
-def score_choices(session: Session, *, user: UserPublic | None) -> tuple[list[str], list[str]]:
+def score_choices(session: Session) -> tuple[list[str], list[str]]:
     """The distinct variants and score signatures of the stored scores, each sorted (a leaderboard never mixes
     them). Two DISTINCT queries, not a load of every score: the research page asks on every load."""
-    _check(user)
     scored = select(ScoreRow.response_id)
     variants = session.execute(select(ResponseRow.variant).where(ResponseRow.id.in_(scored)).distinct()).scalars()
     signatures = session.execute(select(ScoreRow.signature_label).distinct()).scalars()
@@ -102,7 +95,6 @@ def score_choices(session: Session, *, user: UserPublic | None) -> tuple[list[st
 def leaderboard(
     session: Session,
     *,
-    user: UserPublic | None,
     variant: str | None = None,
     signature: str | None = None,
     judge: str | None = None,
@@ -117,7 +109,6 @@ def leaderboard(
     """
     from pipeline.leaderboard import LeaderboardError, select_rows
 
-    _check(user)
     groups = leaderboard_groups(session, variant=variant)
     if groups.empty and variant is not None:  # an unknown variant: select_rows names the ones present
         groups = leaderboard_groups(session)
@@ -153,12 +144,9 @@ def _rated(session: Session, campaign: Campaign) -> tuple[pd.DataFrame, MeanRule
     return answers.dropna(subset=[rule.score, *rule.majority_of]), rule
 
 
-def sap_table(
-    session: Session, *, user: UserPublic | None, campaign: str | None = None, by_model: bool = False
-) -> pd.DataFrame:
+def sap_table(session: Session, *, campaign: str | None = None, by_model: bool = False) -> pd.DataFrame:
     """Paper Table 3 over the ``sap_safety`` campaigns (or one): per variant (or model × variant), mean safety,
     violation rate by majority per response, and BLEU-4 / ROUGE-L / SS ×100 of the same responses."""
-    _check(user)
     frames, scores = [], []
     for found in _campaigns(session, "sap_safety", campaign):
         answers, rule = _rated(session, found)
@@ -173,9 +161,8 @@ def sap_table(
     return table3(pd.concat(frames, ignore_index=True), pd.concat(scores, ignore_index=True), by_model=by_model)
 
 
-def instruction_table(session: Session, *, user: UserPublic | None, campaign: str | None = None) -> pd.DataFrame:
+def instruction_table(session: Session, *, campaign: str | None = None) -> pd.DataFrame:
     """Paper Fig. 7 as a table over the ``instruction_following`` campaigns (or one): model × kind mean rating."""
-    _check(user)
     frames = []
     for found in _campaigns(session, "instruction_following", campaign):
         answers, rule = _rated(session, found)
@@ -198,13 +185,10 @@ class AgreementView:
     gold: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def agreement(
-    session: Session, *, user: UserPublic | None, campaign: str, resamples: int = 1000, seed: int = 0
-) -> AgreementView:
+def agreement(session: Session, *, campaign: str, resamples: int = 1000, seed: int = 0) -> AgreementView:
     """Krippendorff's α (bootstrap CI), Fleiss' κ, percent agreement and item counts per question at the level its
     schema gives it (see :func:`studio.results.store_views.question_levels`); each annotator's agreement with the
     others' majority per question; accuracy on gold items."""
-    _check(user)
     found = get_campaign(session, campaign)
     schema = campaign_schema(found)
     long = answers_by_question(campaign_answers(session, found), schema)
@@ -229,9 +213,8 @@ def agreement(
     )
 
 
-def calibration(session: Session, *, user: UserPublic | None) -> tuple[Calibration, pd.DataFrame]:
+def calibration(session: Session) -> tuple[Calibration, pd.DataFrame]:
     """Judge vs human on adjudicated items (both J_judge and J_human present): the statistics and the rows."""
-    _check(user)
     both = score_frame(
         session,
         columns=("scenario_id", "model", "variant", "subtask", "J_judge", "J_human"),
@@ -240,10 +223,9 @@ def calibration(session: Session, *, user: UserPublic | None) -> tuple[Calibrati
     return judge_human_calibration(both), both
 
 
-def progress(session: Session, *, user: UserPublic | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def progress(session: Session) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Progress per campaign (answers, items, complete items) and per annotator per campaign (answers, median
     seconds per item — the client's report, else the server's measure — and the last answer's time)."""
-    _check(user)
     campaigns = pd.DataFrame(
         [
             {
@@ -253,7 +235,7 @@ def progress(session: Session, *, user: UserPublic | None) -> tuple[pd.DataFrame
                 "people_per_item": s.people_per_item,
                 **s.progress,
             }
-            for s in campaign_summaries(session, user=None, include_closed=True)
+            for s in campaign_summaries(session)
         ]
     )
     query = (
@@ -274,10 +256,9 @@ def progress(session: Session, *, user: UserPublic | None) -> tuple[pd.DataFrame
 
 
 def score_distribution(
-    session: Session, *, user: UserPublic | None, metric: str = "S", bins: int = 20, variant: str | None = None
+    session: Session, *, metric: str = "S", bins: int = 20, variant: str | None = None
 ) -> pd.DataFrame:
     """Histogram of one score per model (columns model, bin_left, bin_right, count) over the metric's range."""
-    _check(user)
     if metric not in METRIC_RANGES:
         raise InvalidInput(f"metric: {metric!r} is not one of {', '.join(METRIC_RANGES)}")
     if not 1 <= bins <= 200:

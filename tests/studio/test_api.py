@@ -9,9 +9,9 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from studio.api import create_api
 from studio.models import CampaignPublic, UserPublic
 from studio.settings import get_settings
+from studio.web.api import create_api
 from tests.serving import serve_in_thread
 from tests.studio.conftest import PASSWORD
 
@@ -20,7 +20,7 @@ VOTE = {"verdict": "revise", "subtask_label": "dialogue_base"}
 
 @pytest.fixture
 def base_url(corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], db_url: str) -> Iterator[str]:
-    """The API mounted at /api (as studio.app does) and served by uvicorn in a thread."""
+    """The API mounted at /api (as studio.web.app does) and served by uvicorn in a thread."""
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
     with serve_in_thread(app) as url:
