@@ -217,7 +217,7 @@ class Pairwise(QuestionBase):
     def check(self, value: Any) -> str:
         if value not in self.choices():
             raise AnswerValidationError(self.id, f"{value!r} is not one of {self.choices()}")
-        return value
+        return str(value)
 
 
 Question = Annotated[

@@ -30,7 +30,7 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine, func, insert, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, utc_now
 from studio.models.curation import ScenarioStatus, ScenarioStatusBase
@@ -56,6 +56,11 @@ logger = logging.getLogger(__name__)
 VERDICT_STATUS: dict[str, str] = {"keep": "accepted", "revise": "needs_revision", "discard": "rejected"}
 #: Whose status decision outweighs whose (the prefix of ScenarioStatus.decided_by).
 DECIDER_RANK: dict[str, int] = {"": 0, "crowd": 1, "expert": 2, "curator": 3}
+
+
+def table_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A result table as records with text column names (the summary's ``table``)."""
+    return [{str(name): value for name, value in row.items()} for row in frame.to_dict("records")]
 
 
 class AggregationSummary(BaseModel):
@@ -129,7 +134,7 @@ def _write_statuses(session: Session, updates: dict[str, dict[str, Any]]) -> int
     """
     known: dict[str, ScenarioStatus] = {}
     if updates:
-        query = select(ScenarioStatus).where(ScenarioStatus.scenario_id.in_(sorted(updates)))
+        query = select(ScenarioStatus).where(col(ScenarioStatus.scenario_id).in_(sorted(updates)))
         known = {row.scenario_id: row for row in session.execute(query).scalars()}
     now = utc_now()
     defaults = _status_defaults()  # a new row has no earlier decision to outrank its values
@@ -179,7 +184,7 @@ def _aggregate_majority(run: _Run, rule: MajorityRule) -> None:
     flagged = pd.concat([frame.set_index("item")["needs_expert_review"] for frame in per_question], axis=1)
     review = flagged.fillna(False).astype(bool).any(axis=1)
     if campaign.target_kind != "scenario":
-        summary.table = per_question[0].to_dict("records")
+        summary.table = table_records(per_question[0])
         return
     updates = _crowd_updates(campaign, primary, review, _scenario_of(complete), rule.on_tie == "expert_review")
     summary.changed = _write_statuses(session, updates)
@@ -267,7 +272,7 @@ def _aggregate_median(run: _Run, rule: MedianRule) -> None:
         ids = sorted(set(rubric["item"]))
         rows = {
             row.response_id: row
-            for row in session.execute(select(ScoreRow).where(ScoreRow.response_id.in_(ids))).scalars()
+            for row in session.execute(select(ScoreRow).where(col(ScoreRow.response_id).in_(ids))).scalars()
         }
         result = adjudicate(rubric, {rid: rows[rid].S if rid in rows else None for rid in ids})
         for item, j_human, j_final in zip(result["item"], result["J_human"], result["J_final"], strict=True):
@@ -277,16 +282,16 @@ def _aggregate_median(run: _Run, rule: MedianRule) -> None:
                 row.J_human, row.J_final, row.updated_at = float(j_human), new_final, utc_now()
                 summary.changed += 1
         session.flush()
-        summary.table = result.to_dict("records")
+        summary.table = table_records(result)
     summary.pending_adjudication = pending_adjudication(session)
 
 
 def pending_adjudication(session: Session) -> int:
     """Responses flagged for human adjudication that no expert panel has scored yet (J_human missing)."""
     query = (
-        select(func.count(ResponseRow.id))
-        .join(ScoreRow, ScoreRow.response_id == ResponseRow.id)
-        .where(ResponseRow.needs_adjudication.is_(True), ScoreRow.J_human.is_(None))
+        select(func.count(col(ResponseRow.id)))
+        .join(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
+        .where(col(ResponseRow.needs_adjudication).is_(True), col(ScoreRow.J_human).is_(None))
     )
     return int(session.execute(query).scalar_one())
 
@@ -308,9 +313,9 @@ def _aggregate_mean(run: _Run, rule: MeanRule) -> None:
         ratings = frame.rename(columns={"instruction_kind": "kind", rule.score: "rating"}).dropna(subset=["kind"])
         table = instruction_following_table(ratings[["model", "kind", "rating", "item"]]).reset_index()
     else:
-        keys = [key for key in rule.group_by if key in frame.columns] or ["item"]
+        keys: list[str] = [key for key in rule.group_by if key in frame.columns] or ["item"]
         table = frame.groupby(keys, sort=True)[rule.score].mean().reset_index()
-    run.summary.table = table.to_dict("records")
+    run.summary.table = table_records(table)
 
 
 def _aggregate_pairwise(run: _Run, rule: PairwiseRule) -> None:
@@ -322,7 +327,9 @@ def _aggregate_pairwise(run: _Run, rule: PairwiseRule) -> None:
     names = {
         rid: f"{model}/{variant}"
         for rid, model, variant in session.execute(
-            select(ResponseRow.id, ResponseRow.model, ResponseRow.variant).where(ResponseRow.id.in_(sorted(ids)))
+            select(col(ResponseRow.id), col(ResponseRow.model), col(ResponseRow.variant)).where(
+                col(ResponseRow.id).in_(sorted(ids))
+            )
         )
     }
     votes = []
@@ -341,7 +348,7 @@ def _aggregate_pairwise(run: _Run, rule: PairwiseRule) -> None:
                 "system_b": names[shown_b],
             }
         )
-    run.summary.table = pairwise_majority(pd.DataFrame(votes)).to_dict("records")
+    run.summary.table = table_records(pairwise_majority(pd.DataFrame(votes)))
 
 
 #: Each aggregation rule's handler. Crowd vote and expert review count an item complete at the campaign's quota;
@@ -405,7 +412,7 @@ def aggregate_all(
     summaries: list[AggregationSummary] = []
     done: set[int] = set()
     while True:
-        pending = session.execute(select(Campaign.id, Campaign.name).order_by(Campaign.id)).all()
+        pending = session.execute(select(col(Campaign.id), col(Campaign.name)).order_by(col(Campaign.id))).all()
         todo = [(cid, name) for cid, name in pending if cid not in done]
         if not todo:
             return summaries
@@ -419,7 +426,7 @@ def answers_to_aggregate(session: Session, *, campaign: str | None = None) -> di
 
     ``NotFound`` for an unknown campaign.
     """
-    names = [campaign] if campaign is not None else list(session.execute(select(Campaign.name)).scalars())
+    names = [campaign] if campaign is not None else list(session.execute(select(col(Campaign.name))).scalars())
     return {name: campaign_answers(session, get_campaign(session, name)) for name in names}
 
 

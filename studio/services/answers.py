@@ -9,7 +9,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from studio.db import lock_campaign, lock_item
 from studio.models import Answer, AnswerPublic, AnswerRevision, Campaign, Item, UserPublic, utc_now
@@ -70,7 +70,7 @@ def _clean_values(
     item: Any,
     answers: Any,
     max_text_chars: int | None = None,
-) -> dict:
+) -> dict[str, Any]:
     """Validate against the schema (and the studio's text limit); translate pairwise "A"/"B" to response ids."""
     try:
         clean = schema.validate_answers(answers)
@@ -330,7 +330,9 @@ def revise_answer(
         raise PermissionDenied(f"campaign: {found.name!r} does not allow revising answers")
     item = campaign_item(session, found, item_id)
     answer = (
-        session.execute(select(Answer).where(Answer.item_id == item_id, Answer.user_id == user.id)).scalars().first()
+        session.execute(select(Answer).where(col(Answer.item_id) == item_id, col(Answer.user_id) == user.id))
+        .scalars()
+        .first()
     )
     if answer is None:
         raise NotFound(f"item_id: you have no answer to item {item_id} to revise")
@@ -359,7 +361,9 @@ def my_answer(session: Session, *, campaign: str, user: UserPublic, item_id: int
     found = campaign_state(session, campaign)
     answer = (
         session.execute(
-            select(Answer).where(Answer.campaign_id == found.id, Answer.item_id == item_id, Answer.user_id == user.id)
+            select(Answer).where(
+                col(Answer.campaign_id) == found.id, col(Answer.item_id) == item_id, col(Answer.user_id) == user.id
+            )
         )
         .scalars()
         .first()
@@ -373,10 +377,10 @@ def campaign_progress(session: Session, campaign: Campaign | CampaignState) -> d
     """``answers`` stored, ``items`` in the campaign and ``complete_items`` (answers reached the quota)."""
     items, answers, complete = session.execute(
         select(
-            func.count(Item.id),
-            func.coalesce(func.sum(Item.answer_count), 0),
-            func.count(Item.id).filter(Item.answer_count >= campaign.people_per_item),
-        ).where(Item.campaign_id == campaign.id)
+            func.count(col(Item.id)),
+            func.coalesce(func.sum(col(Item.answer_count)), 0),
+            func.count(col(Item.id)).filter(col(Item.answer_count) >= campaign.people_per_item),
+        ).where(col(Item.campaign_id) == campaign.id)
     ).one()
     return {"answers": int(answers), "items": int(items), "complete_items": int(complete)}
 
@@ -385,7 +389,7 @@ def progress(session: Session, *, campaign: str, user: UserPublic) -> dict[str, 
     """The person's answer count in the campaign, and the campaign's progress."""
     found = campaign_state(session, campaign)
     mine = session.execute(
-        select(func.count(Answer.id)).where(Answer.campaign_id == found.id, Answer.user_id == user.id)
+        select(func.count(col(Answer.id))).where(col(Answer.campaign_id) == found.id, col(Answer.user_id) == user.id)
     ).scalar_one()
     return {"campaign": found.name, "mine": {"answers": int(mine)}, "overall": campaign_progress(session, found)}
 

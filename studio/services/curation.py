@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from pipeline.records import Scenario
 from studio.models import (
@@ -95,32 +95,33 @@ def browse_scenarios(
     those with (or without) a crowd tie / low agreement. Rows: id, subtask, user_input, reference, status,
     decided_by, crowd_decision, crowd_votes, crowd_agreement, disagreement, edited, base_changed.
     """
-    state = func.coalesce(ScenarioStatus.status, "pending")
+    state = func.coalesce(col(ScenarioStatus.status), "pending")
     query = select(
-        ScenarioRow.id,
-        ScenarioRow.subtask,
-        ScenarioRow.user_input,
-        ScenarioRow.reference,
+        col(ScenarioRow.id),
+        col(ScenarioRow.subtask),
+        col(ScenarioRow.user_input),
+        col(ScenarioRow.reference),
         state.label("status"),
-        ScenarioStatus.decided_by,
-        ScenarioStatus.crowd_decision,
-        ScenarioStatus.crowd_votes,
-        ScenarioStatus.crowd_agreement,
-        func.coalesce(ScenarioStatus.disagreement, False).label("disagreement"),
-        (ScenarioStatus.edited_from_hash.is_not(None)).label("edited"),
+        col(ScenarioStatus.decided_by),
+        col(ScenarioStatus.crowd_decision),
+        col(ScenarioStatus.crowd_votes),
+        col(ScenarioStatus.crowd_agreement),
+        func.coalesce(col(ScenarioStatus.disagreement), False).label("disagreement"),
+        (col(ScenarioStatus.edited_from_hash).is_not(None)).label("edited"),
         (
-            ScenarioStatus.edited_from_hash.is_not(None) & (ScenarioStatus.edited_from_hash != ScenarioRow.content_hash)
+            col(ScenarioStatus.edited_from_hash).is_not(None)
+            & (col(ScenarioStatus.edited_from_hash) != col(ScenarioRow.content_hash))
         ).label("base_changed"),
-    ).outerjoin(ScenarioStatus, ScenarioStatus.scenario_id == ScenarioRow.id)
+    ).outerjoin(ScenarioStatus, col(ScenarioStatus.scenario_id) == col(ScenarioRow.id))
     if subtask is not None:
-        query = query.where(ScenarioRow.subtask == subtask)
+        query = query.where(col(ScenarioRow.subtask) == subtask)
     if status is not None:
         query = query.where(state == status)
     if agreement_below is not None:
-        query = query.where(ScenarioStatus.crowd_agreement < agreement_below)
+        query = query.where(col(ScenarioStatus.crowd_agreement) < agreement_below)
     if disagreement is not None:
-        query = query.where(func.coalesce(ScenarioStatus.disagreement, False).is_(disagreement))
-    return _page(session, query.order_by(ScenarioRow.id), page, page_size)
+        query = query.where(func.coalesce(col(ScenarioStatus.disagreement), False).is_(disagreement))
+    return _page(session, query.order_by(col(ScenarioRow.id)), page, page_size)
 
 
 def browse_responses(
@@ -140,32 +141,39 @@ def browse_responses(
     an experts' J_human. Rows: response_id, scenario_id, model, variant, subtask, needs_adjudication, S, J_judge,
     J, J_human, J_final.
     """
-    query = (
+    query: Select[*tuple[Any, ...]] = (
         select(
-            ResponseRow.id.label("response_id"),
-            ResponseRow.scenario_id,
-            ResponseRow.model,
-            ResponseRow.variant,
-            ScenarioRow.subtask,
-            ResponseRow.needs_adjudication,
-            ScoreRow.S,
-            ScoreRow.J_judge,
-            ScoreRow.J,
-            ScoreRow.J_human,
-            ScoreRow.J_final,
+            col(ResponseRow.id).label("response_id"),
+            col(ResponseRow.scenario_id),
+            col(ResponseRow.model),
+            col(ResponseRow.variant),
+            col(ScenarioRow.subtask),
+            col(ResponseRow.needs_adjudication),
+            col(ScoreRow.S),
+            col(ScoreRow.J_judge),
+            col(ScoreRow.J),
+            col(ScoreRow.J_human),
+            col(ScoreRow.J_final),
         )
-        .join(ScenarioRow, ScenarioRow.id == ResponseRow.scenario_id)
-        .outerjoin(ScoreRow, ScoreRow.response_id == ResponseRow.id)
+        .join(ScenarioRow, col(ScenarioRow.id) == col(ResponseRow.scenario_id))
+        .outerjoin(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
     )
-    for column, wanted in ((ScenarioRow.subtask, subtask), (ResponseRow.model, model), (ResponseRow.variant, variant)):
+    for column, wanted in (
+        (col(ScenarioRow.subtask), subtask),
+        (col(ResponseRow.model), model),
+        (col(ResponseRow.variant), variant),
+    ):
         if wanted is not None:
             query = query.where(column == wanted)
     if flagged is not None:
-        query = query.where(ResponseRow.needs_adjudication.is_(flagged))
+        query = query.where(col(ResponseRow.needs_adjudication).is_(flagged))
     if adjudicated is not None:
-        query = query.where(ScoreRow.J_human.is_not(None) if adjudicated else ScoreRow.J_human.is_(None))
+        query = query.where(col(ScoreRow.J_human).is_not(None) if adjudicated else col(ScoreRow.J_human).is_(None))
     return _page(
-        session, query.order_by(ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant), page, page_size
+        session,
+        query.order_by(col(ResponseRow.scenario_id), col(ResponseRow.model), col(ResponseRow.variant)),
+        page,
+        page_size,
     )
 
 
@@ -205,12 +213,12 @@ def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
     status = session.get(ScenarioStatus, scenario_id)
     answers = pd.DataFrame(
         session.execute(
-            select(Campaign.name, Campaign.schema_snapshot, User.username, Answer.values)
-            .join(Item, Item.id == Answer.item_id)
-            .join(Campaign, Campaign.id == Item.campaign_id)
-            .join(User, User.id == Answer.user_id)
-            .where(Item.scenario_id == scenario_id, Item.response_id.is_(None))
-            .order_by(Campaign.name, User.username)
+            select(col(Campaign.name), col(Campaign.schema_snapshot), col(User.username), col(Answer.values))
+            .join(Item, col(Item.id) == col(Answer.item_id))
+            .join(Campaign, col(Campaign.id) == col(Item.campaign_id))
+            .join(User, col(User.id) == col(Answer.user_id))
+            .where(col(Item.scenario_id) == scenario_id, col(Item.response_id).is_(None))
+            .order_by(col(Campaign.name), col(User.username))
         ).all(),
         columns=["campaign", "schema", "annotator", "values"],
     )
@@ -220,21 +228,21 @@ def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
         campaigns.append({"campaign": name, "answers": len(group), "questions": tallies, "comments": comments})
     scores = session.execute(
         select(
-            ResponseRow.id,
-            ResponseRow.model,
-            ResponseRow.variant,
-            ScoreRow.bleu4,
-            ScoreRow.rougeL,
-            ScoreRow.ss,
-            ScoreRow.S,
-            ScoreRow.J_judge,
-            ScoreRow.J,
-            ScoreRow.J_human,
-            ScoreRow.J_final,
+            col(ResponseRow.id),
+            col(ResponseRow.model),
+            col(ResponseRow.variant),
+            col(ScoreRow.bleu4),
+            col(ScoreRow.rougeL),
+            col(ScoreRow.ss),
+            col(ScoreRow.S),
+            col(ScoreRow.J_judge),
+            col(ScoreRow.J),
+            col(ScoreRow.J_human),
+            col(ScoreRow.J_final),
         )
-        .outerjoin(ScoreRow, ScoreRow.response_id == ResponseRow.id)
-        .where(ResponseRow.scenario_id == scenario_id)
-        .order_by(ResponseRow.model, ResponseRow.variant)
+        .outerjoin(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
+        .where(col(ResponseRow.scenario_id) == scenario_id)
+        .order_by(col(ResponseRow.model), col(ResponseRow.variant))
     )
     return {
         "scenario": scenario_record(row, status),
@@ -326,9 +334,9 @@ def accepted_records(session: Session, *, include_edits: bool = True) -> list[di
     """Every accepted scenario as a validated Scenario dict (edits applied unless ``include_edits`` is False)."""
     rows = session.execute(
         select(ScenarioRow, ScenarioStatus)
-        .join(ScenarioStatus, ScenarioStatus.scenario_id == ScenarioRow.id)
-        .where(ScenarioStatus.status == "accepted")
-        .order_by(ScenarioRow.id)
+        .join(ScenarioStatus, col(ScenarioStatus.scenario_id) == col(ScenarioRow.id))
+        .where(col(ScenarioStatus.status) == "accepted")
+        .order_by(col(ScenarioRow.id))
     ).all()
     return [
         Scenario.model_validate(scenario_record(row, status if include_edits else None)).model_dump(mode="json")
@@ -351,10 +359,10 @@ def publish_dataset(
     if not records:
         raise InvalidInput("status: no accepted scenario to publish")
     digest = content_hash(records)
-    same = session.execute(select(DatasetVersion).where(DatasetVersion.content_hash == digest)).scalars().first()
+    same = session.execute(select(DatasetVersion).where(col(DatasetVersion.content_hash) == digest)).scalars().first()
     if same is not None:
         return DatasetVersionPublic.model_validate(same), False
-    if session.execute(select(DatasetVersion.id).where(DatasetVersion.name == name)).first() is not None:
+    if session.execute(select(col(DatasetVersion.id)).where(col(DatasetVersion.name) == name)).first() is not None:
         raise Conflict(f"name: dataset version {name!r} already exists with other content")
     version = DatasetVersion(
         name=name, content_hash=digest, n_scenarios=len(records), created_by=actor, note=note, records=records
@@ -379,13 +387,13 @@ def publish_dataset(
 
 def list_dataset_versions(session: Session) -> list[DatasetVersionPublic]:
     """Every published version, oldest first."""
-    rows = session.execute(select(DatasetVersion).order_by(DatasetVersion.id)).scalars()
+    rows = session.execute(select(DatasetVersion).order_by(col(DatasetVersion.id))).scalars()
     return [DatasetVersionPublic.model_validate(row) for row in rows]
 
 
 def dataset_version_records(session: Session, *, version: str) -> list[dict[str, Any]]:
     """The scenarios of a published version, as published; ``NotFound`` for an unknown name."""
-    found = session.execute(select(DatasetVersion).where(DatasetVersion.name == version)).scalars().first()
+    found = session.execute(select(DatasetVersion).where(col(DatasetVersion.name) == version)).scalars().first()
     if found is None:
         raise NotFound(f"version: no dataset version {version!r}")
     return list(found.records)
@@ -402,9 +410,9 @@ def list_audit_entries(
     (e.g. ``"scenario"``) and/or ``entity_id`` when given."""
     if not 1 <= limit <= MAX_AUDIT_ENTRIES:
         raise InvalidInput(f"limit: must be 1-{MAX_AUDIT_ENTRIES}")
-    query = select(AuditLog).order_by(AuditLog.id.desc()).limit(limit)  # type: ignore[union-attr]
+    query = select(AuditLog).order_by(col(AuditLog.id).desc()).limit(limit)
     if entity is not None:
-        query = query.where(AuditLog.entity == entity)
+        query = query.where(col(AuditLog.entity) == entity)
     if entity_id is not None:
-        query = query.where(AuditLog.entity_id == entity_id)
+        query = query.where(col(AuditLog.entity_id) == entity_id)
     return [AuditLogPublic.model_validate(entry) for entry in session.execute(query).scalars()]

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import Select, bindparam, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from studio.db import lock_campaign
 from studio.models import Campaign, Skip, UserPublic, utc_now
@@ -63,8 +63,8 @@ class ItemView(BaseModel):
 
 
 @lru_cache(maxsize=1)
-def _campaign_by_name_query() -> Select:
-    return select(Campaign).where(Campaign.name == bindparam("name"))
+def _campaign_by_name_query() -> Select[Campaign]:
+    return select(Campaign).where(col(Campaign.name) == bindparam("name"))
 
 
 def get_campaign(session: Session, name: str) -> Campaign:
@@ -147,7 +147,7 @@ def _response_with_score(session: Session, response_id: int) -> tuple[Any, Any]:
     return response, score_row(session, response_id)
 
 
-def item_content(session: Session, campaign: CampaignState, item: Any, user_id: int) -> dict:
+def item_content(session: Session, campaign: CampaignState, item: Any, user_id: int) -> dict[str, Any]:
     """The whitelisted content of ``item`` (an item row) as person ``user_id`` sees it (pairs in their A/B order)."""
     scenario = scenario_row(session, item.scenario_id)
     if scenario is None:
@@ -176,7 +176,7 @@ class Handout:
 
     @property
     def item_id(self) -> int:
-        return self.item.id
+        return int(self.item.id)
 
 
 def take_lease(
@@ -278,7 +278,11 @@ def skip_item(
     campaign_item(session, found, item_id)
     lease = own_lease(session, found, user, item_id, lease_id)
     release_lease(session, lease.id, at=now, outcome="skipped")  # only if still open: the UPDATE says so itself
-    skip = session.execute(select(Skip).where(Skip.item_id == item_id, Skip.user_id == user.id)).scalars().first()
+    skip = (
+        session.execute(select(Skip).where(col(Skip.item_id) == item_id, col(Skip.user_id) == user.id))
+        .scalars()
+        .first()
+    )
     if skip is None:
         session.add(Skip(campaign_id=found.id, item_id=item_id, user_id=user.id, skipped_at=now))
     else:

@@ -16,11 +16,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from sqlalchemy import select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User
-from studio.results.agreement import agreement_by_question, annotator_agreement, code_ratings, gold_accuracy
+from studio.results.agreement import (
+    agreement_by_question,
+    annotator_agreement,
+    code_ratings,
+    gold_accuracy,
+)
 from studio.results.calibration import Calibration, judge_human_calibration
+from studio.results.coincidence import Level
 from studio.results.figures import plot_score_distribution
 from studio.results.store_views import (
     answers_by_question,
@@ -130,7 +136,7 @@ def _campaigns(session: Session, workflow_type: str, name: str | None) -> list[C
         if found.workflow_type != workflow_type:
             raise InvalidInput(f"campaign: {name!r} is a {found.workflow_type} campaign, not {workflow_type}")
         return [found]
-    query = select(Campaign).where(Campaign.workflow_type == workflow_type).order_by(Campaign.id)
+    query = select(Campaign).where(col(Campaign.workflow_type) == workflow_type).order_by(col(Campaign.id))
     return list(session.execute(query).scalars())
 
 
@@ -176,6 +182,17 @@ def instruction_table(session: Session, *, campaign: str | None = None) -> pd.Da
     return instruction_following_table(pd.concat(frames, ignore_index=True)).reset_index()
 
 
+#: The levels of measurement agreement statistics take, by name (a schema names them as text).
+_LEVELS: dict[str, Level] = {"nominal": "nominal", "ordinal": "ordinal", "interval": "interval", "ratio": "ratio"}
+
+
+def _level(name: str) -> Level:
+    """The level of measurement called ``name`` (``InvalidInput`` for an unknown one)."""
+    if name not in _LEVELS:
+        raise InvalidInput(f"level: {name!r} is not one of {', '.join(_LEVELS)}")
+    return _LEVELS[name]
+
+
 @dataclass(frozen=True)
 class AgreementView:
     """Agreement of one campaign: per question, per annotator (with outliers flagged) and on gold items."""
@@ -192,8 +209,9 @@ def agreement(session: Session, *, campaign: str, resamples: int = 1000, seed: i
     found = get_campaign(session, campaign)
     schema = campaign_schema(found)
     long = answers_by_question(campaign_answers(session, found), schema)
-    levels, orders = question_levels(schema)
-    levels = {question: level for question, level in levels.items() if question in set(long["question"])}
+    named, orders = question_levels(schema)
+    asked = set(long["question"])
+    levels = {question: _level(level) for question, level in named.items() if question in asked}
     if not levels:
         raise NotFound(f"campaign: {campaign!r} has no answers to agree on yet")
     by_question = agreement_by_question(long, levels, resamples=resamples, seed=seed, value_orders=orders)
@@ -201,7 +219,7 @@ def agreement(session: Session, *, campaign: str, resamples: int = 1000, seed: i
     annotators, gold = [], []
     for question, level in levels.items():
         subset = long[long["question"] == question]
-        ratings = code_ratings(subset, level=level, value_order=orders.get(question))  # type: ignore[arg-type]
+        ratings = code_ratings(subset, level=level, value_order=orders.get(question))
         annotators.append(annotator_agreement(ratings).assign(question=question))
         known = gold_values(items, question)
         if known:
@@ -239,9 +257,16 @@ def progress(session: Session) -> tuple[pd.DataFrame, pd.DataFrame]:
         ]
     )
     query = (
-        select(Campaign.name, User.username, User.role, Answer.seconds_spent, Answer.server_seconds, Answer.created_at)
-        .join(Campaign, Campaign.id == Answer.campaign_id)
-        .join(User, User.id == Answer.user_id)
+        select(
+            col(Campaign.name),
+            col(User.username),
+            col(User.role),
+            col(Answer.seconds_spent),
+            col(Answer.server_seconds),
+            col(Answer.created_at),
+        )
+        .join(Campaign, col(Campaign.id) == col(Answer.campaign_id))
+        .join(User, col(User.id) == col(Answer.user_id))
     )
     answers = pd.DataFrame(
         session.execute(query).all(), columns=["campaign", "annotator", "role", "seconds", "server_seconds", "at"]
@@ -288,4 +313,5 @@ def score_distribution(
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """A DataFrame as JSON-ready records (NaN → None, numpy scalars → Python, timestamps → ISO 8601)."""
-    return json.loads(frame.to_json(orient="records", force_ascii=False, date_format="iso"))
+    records: list[dict[str, Any]] = json.loads(frame.to_json(orient="records", force_ascii=False, date_format="iso"))
+    return records

@@ -248,18 +248,20 @@ class AnnotateTab:
                     answers=answers_from_form(schema, values),
                     seconds_spent=shown.seconds_on_screen(),
                 )
-
-                def store(session: Any, caller: Any) -> None:
-                    annotate.submit(
-                        session, caller=caller, campaign=shown.campaign, submission=submission, limits=self.limits
-                    )
-
-                offer = self._offer(shown.campaign, request, store)
-            except Conflict as error:  # nothing was stored: move on to the rater's next item, saying why
-                return self._moved_on(shown.campaign, NOT_SAVED.format(error), request, form) + resets
             except ServiceError as error:
                 return self._error_values(error, form=form) + kept
-            return self.panel_values(panel_of(shown.campaign, offer, note="Saved.")) + resets
+            campaign = shown.campaign
+
+            def store(session: Any, caller: Any) -> None:
+                annotate.submit(session, caller=caller, campaign=campaign, submission=submission, limits=self.limits)
+
+            try:
+                offer = self._offer(campaign, request, store)
+            except Conflict as error:  # nothing was stored: move on to the rater's next item, saying why
+                return self._moved_on(campaign, NOT_SAVED.format(error), request, form) + resets
+            except ServiceError as error:
+                return self._error_values(error, form=form) + kept
+            return self.panel_values(panel_of(campaign, offer, note="Saved.")) + resets
 
         return on_submit
 
@@ -273,17 +275,19 @@ class AnnotateTab:
             kept = [gr.skip()] * len(resets)
             try:
                 shown = ShownItem.from_page(shown_text)
-                if shown is None:
-                    return self._error_values(ServiceError("Nothing to skip."), form=None) + kept
-
-                def release(session: Any, caller: Any) -> None:
-                    annotate.skip(
-                        session, caller=caller, campaign=shown.campaign, item_id=shown.item_id, lease_id=shown.lease_id
-                    )
-
-                offer = self._offer(shown.campaign, request, release)
             except ServiceError as error:
                 return self._error_values(error, form=form) + kept
-            return self.panel_values(panel_of(shown.campaign, offer, note="Skipped.")) + resets
+            if shown is None:
+                return self._error_values(ServiceError("Nothing to skip."), form=None) + kept
+            campaign, item_id, lease_id = shown.campaign, shown.item_id, shown.lease_id
+
+            def release(session: Any, caller: Any) -> None:
+                annotate.skip(session, caller=caller, campaign=campaign, item_id=item_id, lease_id=lease_id)
+
+            try:
+                offer = self._offer(campaign, request, release)
+            except ServiceError as error:
+                return self._error_values(error, form=form) + kept
+            return self.panel_values(panel_of(campaign, offer, note="Skipped.")) + resets
 
         return on_skip

@@ -19,23 +19,10 @@ from studio.ui import tables
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors, writing
 from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, version_file
 from studio.ui.render import render_message
+from studio.ui.tables import table
 from studio.usecases import curate
 
 TRISTATE: list[tuple[str, str]] = [("any", ""), ("yes", "yes"), ("no", "no")]
-
-
-def table(label: str, elem_id: str, columns: list[str] | None = None) -> Any:
-    """A read-only table whose cells are shown as plain text (``columns``: the headers shown while empty)."""
-    import gradio as gr
-
-    return gr.Dataframe(
-        pd.DataFrame(columns=columns or [""]),
-        label=label,
-        elem_id=elem_id,
-        interactive=False,
-        datatype="str",
-        max_height=600,
-    )
 
 
 class CurateTab:
@@ -161,13 +148,16 @@ class CurateTab:
         self.aggregation = table("What aggregation found and changed", "h2h-aggregation")
 
     def _wire(self) -> None:
-        private = {"api_visibility": "private"}
-        filters = [self.subtask, self.status, self.agreement_below, self.disagreement, self.page_size]
-        browse_outputs = [self.scenarios, self.summary, self.page]
-        self.search.click(self._browse(0, reset=True), inputs=[*filters, self.page], outputs=browse_outputs, **private)
-        self.previous.click(self._browse(-1), inputs=[*filters, self.page], outputs=browse_outputs, **private)
-        self.next.click(self._browse(1), inputs=[*filters, self.page], outputs=browse_outputs, **private)
-        detail_outputs = [
+        self._wire_scenarios()
+        self._wire_versions()
+
+    def _wire_scenarios(self) -> None:
+        filters = [self.subtask, self.status, self.agreement_below, self.disagreement, self.page_size, self.page]
+        listing = [self.scenarios, self.summary, self.page]
+        self.search.click(self._browse(0, reset=True), inputs=filters, outputs=listing, api_visibility="private")
+        self.previous.click(self._browse(-1), inputs=filters, outputs=listing, api_visibility="private")
+        self.next.click(self._browse(1), inputs=filters, outputs=listing, api_visibility="private")
+        detail = [
             self.scenario_id,
             self.detail_status,
             self.persona,
@@ -177,47 +167,49 @@ class CurateTab:
             self.scores,
             self.scenario_audit,
         ]
-        self.scenarios.select(self._on_select(), outputs=[*detail_outputs, self.tabs], **private)
-        self.responses.select(self._on_select(), outputs=[*detail_outputs, self.tabs], **private)
-        self.open.click(self._on_open(), inputs=[self.scenario_id], outputs=detail_outputs, **private)
+        for table_of_rows in (self.scenarios, self.responses):
+            table_of_rows.select(self._on_select(), outputs=[*detail, self.tabs], api_visibility="private")
+        self.open.click(self._on_open(), inputs=[self.scenario_id], outputs=detail, api_visibility="private")
         decided = self.decide.click(
             self._on_decide(),
             inputs=[self.scenario_id, self.action, self.reason, self.edits],
             outputs=[self.decision_message, self.reason],
             trigger_mode="once",
-            **private,
+            api_visibility="private",
         )
-        decided.success(self._on_open(), inputs=[self.scenario_id], outputs=detail_outputs, **private)
+        decided.success(self._on_open(), inputs=[self.scenario_id], outputs=detail, api_visibility="private")
         self.response_search.click(
             self._on_responses(),
             inputs=[self.response_subtask, self.flagged, self.adjudicated, self.response_page],
             outputs=[self.responses, self.response_summary],
-            **private,
+            api_visibility="private",
         )
-        version_outputs = [self.versions, self.download_version]
+
+    def _wire_versions(self) -> None:
+        listing = [self.versions, self.download_version]
         published = self.publish.click(
             self._on_publish(),
             inputs=[self.version_name, self.version_note],
             outputs=[self.publish_message],
             trigger_mode="once",
-            **private,
+            api_visibility="private",
         )
-        published.success(self._on_versions(), outputs=version_outputs, **private)
-        self.versions_refresh.click(self._on_versions(), outputs=version_outputs, **private)
+        published.success(self._on_versions(), outputs=listing, api_visibility="private")
+        self.versions_refresh.click(self._on_versions(), outputs=listing, api_visibility="private")
         self.prepare.click(
             self._on_download(),
             inputs=[self.download_version, self.download_format],
             outputs=[self.download],
-            **private,
+            api_visibility="private",
         )
         self.aggregate.click(
             self._on_aggregate(),
             inputs=[self.aggregate_campaign],
             outputs=[self.aggregation],
             trigger_mode="once",
-            **private,
+            api_visibility="private",
         )
-        self.audit_refresh.click(self._on_audit(), outputs=[self.audit], **private)
+        self.audit_refresh.click(self._on_audit(), outputs=[self.audit], api_visibility="private")
 
     def _browse(self, step: int, *, reset: bool = False) -> Any:
         import gradio as gr

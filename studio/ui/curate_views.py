@@ -43,7 +43,8 @@ class ScenarioView:
 
 
 def _tally_rows(campaigns: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    tallies, comments = [], []
+    tallies: list[dict[str, Any]] = []
+    comments: list[dict[str, Any]] = []
     for campaign in campaigns:
         for question, tally in campaign["questions"].items():
             for value, count in sorted(tally["counts"].items()):

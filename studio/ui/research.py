@@ -14,9 +14,8 @@ from typing import Any
 
 from studio.services.research import METRIC_RANGES, LeaderboardView
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
-from studio.ui.curate import table
 from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, table_file
-from studio.ui.tables import display_frame
+from studio.ui.tables import display_frame, table
 from studio.usecases import research
 
 #: Bootstrap resamples behind the page's agreement intervals (the API's default is 1,000).
@@ -124,44 +123,48 @@ class ResearchTab:
         return [self.variant, self.signature, self.campaign, self.by_model, self.metric, self.bins]
 
     def _wire(self) -> None:
-        private = {"api_visibility": "private"}
         params = self._params()
         self.leaderboard_button.click(
             self._on_leaderboard(),
             inputs=[self.variant, self.signature],
             outputs=[self.leaderboard, self.leaderboard_caption],
-            **private,
+            api_visibility="private",
         )
-        self.safety_button.click(self._handler(self._safety), inputs=params, outputs=[self.safety], **private)
+        self.safety_button.click(
+            self._handler(self._safety), inputs=params, outputs=[self.safety], api_visibility="private"
+        )
         self.instruction_button.click(
             self._handler(self._instruction),
             inputs=params,
             outputs=[self.instruction, self.instruction_plot],
-            **private,
+            api_visibility="private",
         )
         self.agreement_button.click(
-            self._handler(self._agreement), inputs=params, outputs=[self.agreement, self.annotators], **private
+            self._handler(self._agreement),
+            inputs=params,
+            outputs=[self.agreement, self.annotators],
+            api_visibility="private",
         )
         self.calibration_button.click(
             self._handler(self._calibration),
             inputs=params,
             outputs=[self.calibration_stats, self.calibration_plot],
-            **private,
+            api_visibility="private",
         )
         self.progress_button.click(
             self._handler(self._progress),
             inputs=params,
             outputs=[self.progress_campaigns, self.progress_people],
-            **private,
+            api_visibility="private",
         )
         self.distribution_button.click(
             self._handler(self._distribution),
             inputs=params,
             outputs=[self.distribution_plot, self.distribution],
-            **private,
+            api_visibility="private",
         )
         for name, (fmt, button, file) in self.downloads.items():
-            button.click(self._on_export(name), inputs=[fmt, *params], outputs=[file], **private)
+            button.click(self._on_export(name), inputs=[fmt, *params], outputs=[file], api_visibility="private")
 
     @staticmethod
     def _safety(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:

@@ -117,3 +117,17 @@ def table_page(found: Page, columns: list[str]) -> TablePage:
     frame = display_frame(found.rows)[columns] if found.rows else pd.DataFrame(columns=columns)
     pages = Paging(page=found.page, page_size=found.page_size).pages(found.total)
     return TablePage(frame, found.total, found.page, pages)
+
+
+def table(label: str, elem_id: str, columns: list[str] | None = None) -> Any:
+    """A read-only table whose cells are shown as plain text (``columns``: the headers shown while empty)."""
+    import gradio as gr
+
+    return gr.Dataframe(
+        pd.DataFrame(columns=columns or [""]),
+        label=label,
+        elem_id=elem_id,
+        interactive=False,
+        datatype="str",
+        max_height=600,
+    )

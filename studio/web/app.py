@@ -69,7 +69,7 @@ def create_app(settings: Settings) -> FastAPI:
     async def gradio_user(request: Request) -> str | None:
         return await run_in_threadpool(caller_name, engine, request)
 
-    return gr.mount_gradio_app(
+    mounted: FastAPI = gr.mount_gradio_app(
         app,
         _ui_blocks(engine, settings),
         path=UI_PATH,
@@ -84,3 +84,4 @@ def create_app(settings: Settings) -> FastAPI:
         css=UI_CSS,
         head=UI_HEAD,
     )
+    return mounted
