@@ -6,7 +6,7 @@ it the quick check between two versions of the server (run each a few times, alt
 not replace ``bench_load.py``: concurrency, HTTP parsing and lock waits are not in it.
 
 Run: ``python benchmarks/load_inprocess.py [--cycles 100] [--repeats 3]``; with ``PYTHONPATH`` pointing
-at another checkout's ``studio`` it measures that one (``load_server`` imports ``studio.app``).
+at another checkout's ``studio`` it measures that one (``load_server`` imports ``studio.web.app``).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """The studio as ``h2h studio`` serves it (uvicorn, one worker), plus a no-op endpoint for the load benchmark.
 
 ``GET /api/v1/_noop`` is added to the *same* API sub-application the real app factory mounts, and it
-authenticates the way every real route does (the ``BearerToken`` dependency, then one session holding
-the token lookup, ``signed_in``), so driving it measures HTTP + routing + auth and nothing else. Run:
+authenticates the way every real route does (the ``CallerDep`` dependency, then the one session the route opens in
+it, holding the token lookup), so driving it measures HTTP + routing + auth and nothing else. Run:
 ``python benchmarks/load_server.py --db sqlite:///bench.sqlite --port 8765``.
 """
 
@@ -15,29 +15,26 @@ NOOP_PATH = "/v1/_noop"
 
 
 def _mounted_api(app: FastAPI) -> FastAPI:
-    """The REST sub-application ``studio.app.create_app`` mounts at ``/api``."""
+    """The REST sub-application ``studio.web.app.create_app`` mounts at ``/api``."""
     for route in app.routes:
         if isinstance(route, Mount) and route.path == "/api" and isinstance(route.app, FastAPI):
             return route.app
-    raise RuntimeError("studio.app.create_app did not mount the REST API at /api")
+    raise RuntimeError("studio.web.app.create_app did not mount the REST API at /api")
 
 
 def build_app(database_url: str) -> FastAPI:
     """The real studio app over ``database_url`` with ``GET /api/v1/_noop`` (authenticated) added to its API."""
-    from studio.api import BearerToken
-    from studio.app import create_app
-    from studio.db import read_session
-    from studio.services.auth import signed_in
     from studio.settings import get_settings
+    from studio.web.app import create_app
+    from studio.web.deps import CallerDep
 
     app = create_app(get_settings(database_url=database_url))
     api = _mounted_api(app)
-    engine = api.state.engine
 
     @api.get(NOOP_PATH, include_in_schema=False)
-    def noop(token: BearerToken) -> dict[str, bool]:
-        with read_session(engine) as session:  # what every real route does first: one session, the caller in it
-            signed_in(session, token=token)
+    def noop(caller: CallerDep) -> dict[str, bool]:
+        with caller.reading():  # what every real route does first: one session, the caller resolved in it
+            pass
         return {"ok": True}
 
     return app

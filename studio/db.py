@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, text
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
@@ -136,7 +136,7 @@ def _advisory_lock(session: Session, namespace: int, key: int) -> bool:
     return True
 
 
-def core_connection(session: Session) -> Any:
+def core_connection(session: Session) -> Connection:
     """The session's connection in its transaction, for SQL Core statements on hot paths.
 
     A statement sent here skips the ORM's execution layer (several times cheaper than ``session.execute``);

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.paths import demo_dir
+from studio.policies import MANAGERS, ROLES
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +58,7 @@ def demo_accounts(*, annotators: int = 50, experts: int = 3) -> list[DemoAccount
     """annotator01..annotatorNN, expert01..expertNN, curator, researcher and admin, with demo passwords."""
     names = [(f"annotator{number:02d}", "annotator") for number in range(1, annotators + 1)]
     names += [(f"expert{number:02d}", "expert") for number in range(1, experts + 1)]
-    names += [("curator", "curator"), ("researcher", "researcher"), ("admin", "admin")]
+    names += [(role, role) for role in ROLES if role in MANAGERS]  # one account per staff role, named after it
     return [DemoAccount(username, demo_password(username), role) for username, role in names]
 
 

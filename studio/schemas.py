@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-Role = Literal["annotator", "expert", "curator", "researcher", "admin"]
-ROLES: tuple[str, ...] = ("annotator", "expert", "curator", "researcher", "admin")
+from studio.policies import Role
+
 TargetKind = Literal["scenario", "response", "response_pair"]
 Level = Literal["nominal", "ordinal", "interval"]
 #: Content an annotator may be shown beyond persona, history, user input and the response(s).
@@ -217,7 +217,7 @@ class Pairwise(QuestionBase):
     def check(self, value: Any) -> str:
         if value not in self.choices():
             raise AnswerValidationError(self.id, f"{value!r} is not one of {self.choices()}")
-        return value
+        return str(value)
 
 
 Question = Annotated[

@@ -129,7 +129,9 @@ class SameOriginMiddleware:
 
 
 def _same_origin(scope: Scope) -> bool:
-    headers = {name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", [])}
+    headers: dict[str, str] = {
+        name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", [])
+    }
     origin = headers.get("origin")
     if origin is None:
         return True

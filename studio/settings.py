@@ -11,7 +11,10 @@ DEFAULT_DATABASE_URL = "sqlite:///h2h-studio.sqlite"
 
 
 class Settings(BaseSettings):
-    """Everything the store, services and API need to know; ``H2H_DATABASE_URL`` etc. override the defaults."""
+    """Everything the store, services and API need to know; ``H2H_DATABASE_URL`` etc. override the defaults.
+
+    The README's configuration table lists every field (``tests/test_docs.py`` keeps the two equal).
+    """
 
     model_config = SettingsConfigDict(env_prefix="H2H_", extra="ignore")
 
@@ -23,7 +26,8 @@ class Settings(BaseSettings):
     token_ttl_seconds: int = Field(default=7 * 24 * 3600, gt=0)
     #: Client-reported time per item above this is capped (a tab left open overnight is not work).
     max_seconds_spent: float = Field(default=3600.0, gt=0)
-    #: Longest free-text answer accepted, in characters.
+    #: Longest free-text answer accepted, in characters, on top of each workflow's own ``max_length`` (both front
+    #: doors: ``studio.services.answers`` refuses a longer one with 422 ``answers.<question>: ...``).
     max_text_chars: int = Field(default=4000, gt=0)
     #: Largest request body the REST API reads; a bigger one answers 413 before anything is parsed. Set above
     #: the 5.5 MB bodies tests/studio/test_api_hostile.py expects a 422 for (answers over max_text_chars).

@@ -125,7 +125,7 @@ def list_(db_url: str | None) -> None:
     from studio.services.campaigns import campaign_summaries
 
     with open_store(db_url) as engine, read_session(engine) as session:
-        for summary in campaign_summaries(session, user=None, include_closed=True):
+        for summary in campaign_summaries(session):
             progress = summary.progress
             click.echo(
                 f"{summary.name}\t{summary.schema_name}\t{summary.status}\t{summary.people_per_item}/item\t"

@@ -77,7 +77,7 @@ def leaderboard_export(
     from studio.services.research import leaderboard
 
     with store_session(db_url) as session:
-        view = leaderboard(session, user=None, variant=variant, signature=signature, judge=judge)
+        view = leaderboard(session, variant=variant, signature=signature, judge=judge)
     write(view.table, output, "leaderboard")
     if coverage_path is not None:
         write(view.coverage, coverage_path, "coverage")
@@ -99,7 +99,7 @@ def sap_export(output: Path, campaign: str | None, by_model: bool, plot: Path | 
     from studio.services.research import sap_table
 
     with store_session(db_url) as session:
-        table = sap_table(session, user=None, campaign=campaign, by_model=by_model)
+        table = sap_table(session, campaign=campaign, by_model=by_model)
     write(table, output, "SAP safety")
     if plot is not None:
         plot_safety(table, plot)
@@ -116,7 +116,7 @@ def instruction_export(output: Path, campaign: str | None, plot: Path | None, db
     from studio.services.research import instruction_table
 
     with store_session(db_url) as session:
-        table = instruction_table(session, user=None, campaign=campaign)
+        table = instruction_table(session, campaign=campaign)
     write(table, output, "instruction following")
     if plot is not None:
         plot_instruction_following(table.set_index("model"), plot)
@@ -149,7 +149,7 @@ def agreement_export(
     from studio.services.research import agreement
 
     with store_session(db_url) as session:
-        view = agreement(session, user=None, campaign=campaign, resamples=resamples, seed=seed)
+        view = agreement(session, campaign=campaign, resamples=resamples, seed=seed)
     write(view.by_question, output, "agreement")
     if annotators is not None:
         write(view.annotators, annotators, "annotator")
@@ -197,7 +197,7 @@ def dataset_export(output: Path, version: str, db_url: str | None) -> None:
     from studio.services.curation import dataset_version_records
 
     with store_session(db_url) as session:
-        records = dataset_version_records(session, user=None, version=version)
+        records = dataset_version_records(session, version=version)
     frame = pd.DataFrame.from_records(records)
     if output.suffix.lower() == ".csv":  # nested fields as JSON text: a CSV cell holds no structure
         for column in ("history", "tags", "context"):

@@ -13,8 +13,8 @@ def serve(database_url: str, host: str, port: int) -> None:
     """Serve the studio (REST API, login page, Gradio UI) over ``database_url`` with uvicorn until stopped."""
     import uvicorn
 
-    from studio.app import create_app
     from studio.settings import get_settings
+    from studio.web.app import create_app
 
     settings = get_settings(database_url=database_url)
     with open_store(settings.database_url):  # migrate (or say why the store cannot be opened) before serving

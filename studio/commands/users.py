@@ -5,9 +5,7 @@ from __future__ import annotations
 import click
 
 from studio.commands.options import db_option, open_store
-
-#: The roles of studio.models.ROLES, repeated so that ``h2h --help`` need not import the ORM (a test keeps them equal).
-ROLES: tuple[str, ...] = ("annotator", "expert", "curator", "researcher", "admin")
+from studio.policies import ROLES  # no ORM import: ``h2h --help`` stays fast
 
 
 @click.group("users")

@@ -21,10 +21,6 @@ class CampaignBase(SQLModel):
     eligible_roles: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
 
 
-class CampaignCreate(CampaignBase):
-    pass
-
-
 class CampaignPublic(CampaignBase):
     id: int
     created_at: datetime
@@ -51,11 +47,6 @@ class ItemBase(SQLModel):
     response_id: int | None = Field(default=None, foreign_key="response.id", index=True)
     response_b_id: int | None = Field(default=None, foreign_key="response.id")
     is_gold: bool = False
-
-
-class ItemPublic(ItemBase):
-    id: int
-    answer_count: int
 
 
 class Item(ItemBase, table=True):
@@ -134,11 +125,6 @@ class AnswerRevisionBase(SQLModel):
     revision: int
     values: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     seconds_spent: float | None = None
-
-
-class AnswerRevisionPublic(AnswerRevisionBase):
-    id: int
-    replaced_at: datetime
 
 
 class AnswerRevision(AnswerRevisionBase, table=True):

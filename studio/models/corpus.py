@@ -26,15 +26,6 @@ class ScenarioRowBase(SQLModel):
     high_risk: bool = Field(default=False, index=True)
 
 
-class ScenarioRowCreate(ScenarioRowBase):
-    pass
-
-
-class ScenarioRowPublic(ScenarioRowBase):
-    content_hash: str
-    updated_at: datetime
-
-
 class ScenarioRow(ScenarioRowBase, table=True):
     __tablename__ = "scenario"
 
@@ -52,15 +43,6 @@ class ResponseRowBase(SQLModel):
     prompt_version: str = Field(default="", max_length=64)
     #: Itinerary levels I-III with J < tau or no judge score: a target for human adjudication.
     needs_adjudication: bool = Field(default=False, index=True)
-
-
-class ResponseRowCreate(ResponseRowBase):
-    pass
-
-
-class ResponseRowPublic(ResponseRowBase):
-    id: int
-    created_at: datetime
 
 
 class ResponseRow(ResponseRowBase, table=True):
@@ -94,15 +76,6 @@ class ScoreRowBase(SQLModel):
     signature_label: str = Field(default="", max_length=512, index=True)
     judge_model: str | None = None
     judge_prompt_version: str | None = None
-
-
-class ScoreRowCreate(ScoreRowBase):
-    pass
-
-
-class ScoreRowPublic(ScoreRowBase):
-    id: int
-    updated_at: datetime
 
 
 class ScoreRow(ScoreRowBase, table=True):

@@ -3,25 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from sqlalchemy import JSON, Column
 from sqlmodel import Field, SQLModel
 
 from studio.models.types import UTCDateTime, utc_now
-
-Role = Literal["annotator", "expert", "curator", "researcher", "admin"]
-ROLES: tuple[str, ...] = ("annotator", "expert", "curator", "researcher", "admin")
+from studio.policies import ROLES as ROLES  # re-exported: the roles are written once, in studio.policies
+from studio.policies import Role as Role
 
 
 class UserBase(SQLModel):
     username: str = Field(min_length=1, max_length=64, index=True, unique=True)
     role: str = Field(max_length=16)
     is_active: bool = True
-
-
-class UserCreate(UserBase):
-    password: str = Field(min_length=1)
 
 
 class UserPublic(UserBase):
@@ -40,16 +35,6 @@ class AuthTokenBase(SQLModel):
     expires_at: datetime = Field(sa_type=UTCDateTime)
 
 
-class AuthTokenCreate(AuthTokenBase):
-    token_hash: str
-
-
-class AuthTokenPublic(AuthTokenBase):
-    id: int
-    created_at: datetime
-    revoked_at: datetime | None
-
-
 class AuthToken(AuthTokenBase, table=True):
     """A login token; only its sha256 is stored, so a database leak gives away no live token."""
 
@@ -65,10 +50,6 @@ class AuditLogBase(SQLModel):
     entity: str = Field(max_length=32)
     entity_id: str = Field(max_length=256)
     detail: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
-
-
-class AuditLogCreate(AuditLogBase):
-    pass
 
 
 class AuditLogPublic(AuditLogBase):

@@ -30,3 +30,10 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def stored_id(value: int | None) -> int:
+    """The primary key of a row that has been flushed (a table model declares it ``int | None`` until then)."""
+    if value is None:
+        raise ValueError("the row has no id yet: flush the session first")
+    return value

@@ -30,9 +30,9 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field
 from sqlalchemy import Engine, func, insert, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
-from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, UserPublic, utc_now
+from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, utc_now
 from studio.models.curation import ScenarioStatus, ScenarioStatusBase
 from studio.results.aggregate import (
     adjudicate,
@@ -58,19 +58,21 @@ from studio.schemas import (
     SingleChoice,
     WorkflowSchema,
 )
-from studio.services.auth import require_role
 from studio.services.content import pair_is_swapped
 from studio.services.queue import campaign_schema, get_campaign
 from studio.services.review import open_review_items
 
 logger = logging.getLogger(__name__)
 
-#: Who may run aggregation (it writes statuses and scores).
-AGGREGATE_ROLES: tuple[str, ...] = ("curator", "admin")
 #: A crowd verdict → the scenario's status.
 VERDICT_STATUS: dict[str, str] = {"keep": "accepted", "revise": "needs_revision", "discard": "rejected"}
 #: Whose status decision outweighs whose (the prefix of ScenarioStatus.decided_by).
 DECIDER_RANK: dict[str, int] = {"": 0, "crowd": 1, "expert": 2, "curator": 3}
+
+
+def table_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A result table as records with text column names (the summary's ``table``)."""
+    return [{str(name): value for name, value in row.items()} for row in frame.to_dict("records")]
 
 
 class AggregationSummary(BaseModel):
@@ -136,7 +138,7 @@ def _write_statuses(session: Session, updates: dict[str, dict[str, Any]]) -> int
     """
     known: dict[str, ScenarioStatus] = {}
     if updates:
-        query = select(ScenarioStatus).where(ScenarioStatus.scenario_id.in_(sorted(updates)))
+        query = select(ScenarioStatus).where(col(ScenarioStatus.scenario_id).in_(sorted(updates)))
         known = {row.scenario_id: row for row in session.execute(query).scalars()}
     now = utc_now()
     defaults = _status_defaults()  # a new row has no earlier decision to outrank its values
@@ -186,7 +188,7 @@ def _aggregate_majority(run: _Run, rule: MajorityRule) -> None:
     flagged = pd.concat([frame.set_index("item")["needs_expert_review"] for frame in per_question], axis=1)
     review = flagged.fillna(False).astype(bool).any(axis=1)
     if campaign.target_kind != "scenario":
-        summary.table = per_question[0].to_dict("records")
+        summary.table = table_records(per_question[0])
         return
     updates = _crowd_updates(campaign, primary, review, _scenario_of(complete), rule.on_tie == "expert_review")
     summary.changed = _write_statuses(session, updates)
@@ -274,7 +276,7 @@ def _aggregate_median(run: _Run, rule: MedianRule) -> None:
         ids = sorted(set(rubric["item"]))
         rows = {
             row.response_id: row
-            for row in session.execute(select(ScoreRow).where(ScoreRow.response_id.in_(ids))).scalars()
+            for row in session.execute(select(ScoreRow).where(col(ScoreRow.response_id).in_(ids))).scalars()
         }
         result = adjudicate(rubric, {rid: rows[rid].S if rid in rows else None for rid in ids})
         for item, j_human, j_final in zip(result["item"], result["J_human"], result["J_final"], strict=True):
@@ -284,16 +286,16 @@ def _aggregate_median(run: _Run, rule: MedianRule) -> None:
                 row.J_human, row.J_final, row.updated_at = float(j_human), new_final, utc_now()
                 summary.changed += 1
         session.flush()
-        summary.table = result.to_dict("records")
+        summary.table = table_records(result)
     summary.pending_adjudication = pending_adjudication(session)
 
 
 def pending_adjudication(session: Session) -> int:
     """Responses flagged for human adjudication that no expert panel has scored yet (J_human missing)."""
     query = (
-        select(func.count(ResponseRow.id))
-        .join(ScoreRow, ScoreRow.response_id == ResponseRow.id)
-        .where(ResponseRow.needs_adjudication.is_(True), ScoreRow.J_human.is_(None))
+        select(func.count(col(ResponseRow.id)))
+        .join(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
+        .where(col(ResponseRow.needs_adjudication).is_(True), col(ScoreRow.J_human).is_(None))
     )
     return int(session.execute(query).scalar_one())
 
@@ -314,9 +316,9 @@ def _aggregate_mean(run: _Run, rule: MeanRule) -> None:
         table = instruction_following_table(instruction_ratings(complete, rule)).reset_index()
     else:
         frame = rated_answers(complete, rule)
-        keys = [key for key in rule.group_by if key in frame.columns] or ["item"]
+        keys: list[str] = [key for key in rule.group_by if key in frame.columns] or ["item"]
         table = frame.groupby(keys, sort=True)[rule.score].mean().reset_index()
-    run.summary.table = table.to_dict("records")
+    run.summary.table = table_records(table)
 
 
 def _aggregate_pairwise(run: _Run, rule: PairwiseRule) -> None:
@@ -328,7 +330,9 @@ def _aggregate_pairwise(run: _Run, rule: PairwiseRule) -> None:
     names = {
         rid: f"{model}/{variant}"
         for rid, model, variant in session.execute(
-            select(ResponseRow.id, ResponseRow.model, ResponseRow.variant).where(ResponseRow.id.in_(sorted(ids)))
+            select(col(ResponseRow.id), col(ResponseRow.model), col(ResponseRow.variant)).where(
+                col(ResponseRow.id).in_(sorted(ids))
+            )
         )
     }
     votes = []
@@ -347,7 +351,7 @@ def _aggregate_pairwise(run: _Run, rule: PairwiseRule) -> None:
                 "system_b": names[shown_b],
             }
         )
-    run.summary.table = pairwise_majority(pd.DataFrame(votes)).to_dict("records")
+    run.summary.table = table_records(pairwise_majority(pd.DataFrame(votes)))
 
 
 #: Each aggregation rule's handler. Crowd vote and expert review count an item complete at the campaign's quota;
@@ -375,22 +379,21 @@ def _run_rule(
 
 
 def aggregate_campaign(
-    session: Session, *, campaign: str, user: UserPublic | None = None, answers: pd.DataFrame | None = None
+    session: Session, *, campaign: str, actor: str = "aggregate", answers: pd.DataFrame | None = None
 ) -> AggregationSummary:
     """Aggregate one campaign by its schema snapshot's rule and write the outcome (see the module docstring).
 
-    ``user`` None is the trusted command line; otherwise a curator or admin (``PermissionDenied`` else).
-    ``answers``: the campaign's answers as :func:`answers_to_aggregate` read them (default: read them here).
-    Idempotent: a second run over the same answers reports ``changed == 0``. ``NotFound`` for an unknown campaign.
+    ``actor`` names who ran it in the audit log (who *may* run it is ``studio.policies.CurationPolicy.aggregate``,
+    checked by ``studio.usecases.curate``). ``answers``: the campaign's answers as :func:`answers_to_aggregate` read
+    them (default: read them here). Idempotent: a second run over the same answers reports ``changed == 0``.
+    ``NotFound`` for an unknown campaign.
     """
-    if user is not None:
-        require_role(user, *AGGREGATE_ROLES)
     found = get_campaign(session, campaign)
     summary = _run_rule(session, found, campaign_schema(found), answers)
     if summary.changed:
         session.add(
             AuditLog(
-                actor=user.username if user else "aggregate",
+                actor=actor,
                 action="campaign.aggregate",
                 entity="campaign",
                 entity_id=found.name,
@@ -403,42 +406,34 @@ def aggregate_campaign(
 
 
 def aggregate_all(
-    session: Session, *, user: UserPublic | None = None, answers: Mapping[str, pd.DataFrame] | None = None
+    session: Session, *, actor: str = "aggregate", answers: Mapping[str, pd.DataFrame] | None = None
 ) -> list[AggregationSummary]:
     """Aggregate every campaign, oldest first (review campaigns opened on the way are aggregated too).
 
     ``answers``: campaign name → its answers as :func:`answers_to_aggregate` read them; others are read here.
     """
-    if user is not None:
-        require_role(user, *AGGREGATE_ROLES)
     summaries: list[AggregationSummary] = []
     done: set[int] = set()
     while True:
-        pending = session.execute(select(Campaign.id, Campaign.name).order_by(Campaign.id)).all()
+        pending = session.execute(select(col(Campaign.id), col(Campaign.name)).order_by(col(Campaign.id))).all()
         todo = [(cid, name) for cid, name in pending if cid not in done]
         if not todo:
             return summaries
         for campaign_id, name in todo:
             done.add(campaign_id)
-            summaries.append(aggregate_campaign(session, campaign=name, user=user, answers=(answers or {}).get(name)))
+            summaries.append(aggregate_campaign(session, campaign=name, actor=actor, answers=(answers or {}).get(name)))
 
 
-def answers_to_aggregate(
-    session: Session, *, campaign: str | None = None, user: UserPublic | None = None
-) -> dict[str, pd.DataFrame]:
+def answers_to_aggregate(session: Session, *, campaign: str | None = None) -> dict[str, pd.DataFrame]:
     """The answers of ``campaign`` (every campaign when None) by campaign name, read for a later write session.
 
-    Checks the caller like :func:`aggregate_campaign`; ``NotFound`` for an unknown campaign.
+    ``NotFound`` for an unknown campaign.
     """
-    if user is not None:
-        require_role(user, *AGGREGATE_ROLES)
-    names = [campaign] if campaign is not None else list(session.execute(select(Campaign.name)).scalars())
+    names = [campaign] if campaign is not None else list(session.execute(select(col(Campaign.name))).scalars())
     return {name: campaign_answers(session, get_campaign(session, name)) for name in names}
 
 
-def aggregate(
-    engine: Engine, *, campaign: str | None = None, user: UserPublic | None = None
-) -> list[AggregationSummary]:
+def aggregate(engine: Engine, *, campaign: str | None = None, actor: str = "aggregate") -> list[AggregationSummary]:
     """Aggregate ``campaign`` (every campaign when None): answers read first, then one write transaction.
 
     The same outcome as :func:`aggregate_campaign` / :func:`aggregate_all` in one write session, with the write lock
@@ -447,8 +442,15 @@ def aggregate(
     from studio.db import read_session, write_session
 
     with read_session(engine) as session:
-        answers = answers_to_aggregate(session, campaign=campaign, user=user)
+        answers = answers_to_aggregate(session, campaign=campaign)
     with write_session(engine) as session:
-        if campaign is not None:
-            return [aggregate_campaign(session, campaign=campaign, user=user, answers=answers[campaign])]
-        return aggregate_all(session, user=user, answers=answers)
+        return write_aggregation(session, campaign=campaign, actor=actor, answers=answers)
+
+
+def write_aggregation(
+    session: Session, *, campaign: str | None, actor: str, answers: Mapping[str, pd.DataFrame]
+) -> list[AggregationSummary]:
+    """The write half of :func:`aggregate`: apply the rules to ``answers`` (of :func:`answers_to_aggregate`)."""
+    if campaign is not None:
+        return [aggregate_campaign(session, campaign=campaign, actor=actor, answers=answers[campaign])]
+    return aggregate_all(session, actor=actor, answers=answers)

@@ -9,19 +9,19 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from studio.db import lock_campaign, lock_item
 from studio.models import Answer, AnswerPublic, AnswerRevision, Campaign, Item, UserPublic, utc_now
-from studio.schemas import AnswerValidationError, Pairwise, WorkflowSchema
+from studio.schemas import AnswerValidationError, FreeText, Pairwise, WorkflowSchema
 from studio.services.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.services.queue import (
     campaign_item,
     campaign_state,
-    open_campaign_for,
+    open_campaign,
     own_lease,
     pair_order,
-    require_answerable,
+    require_open,
 )
 from studio.services.queue_rows import (
     CampaignState,
@@ -48,12 +48,35 @@ class SubmitResult(BaseModel):
     answer: AnswerPublic
 
 
-def _clean_values(schema: WorkflowSchema, campaign: CampaignState, user: UserPublic, item: Any, answers: Any) -> dict:
-    """Validate against the schema and translate pairwise "A"/"B" to the real response ids."""
+def _check_text_lengths(schema: WorkflowSchema, answers: dict[str, Any], max_text_chars: int | None) -> None:
+    """``InvalidInput`` when a free-text answer is longer than the studio's limit (``H2H_MAX_TEXT_CHARS``).
+
+    The schema's own ``max_length`` applies too; the stricter of the two wins.
+    """
+    if max_text_chars is None:
+        return
+    for question in schema.questions:
+        value = answers.get(question.id)
+        if isinstance(question, FreeText) and isinstance(value, str) and len(value) > max_text_chars:
+            raise InvalidInput(
+                f"answers.{question.id}: text is {len(value)} characters; the studio's limit is {max_text_chars}"
+            )
+
+
+def _clean_values(
+    schema: WorkflowSchema,
+    campaign: CampaignState,
+    user: UserPublic,
+    item: Any,
+    answers: Any,
+    max_text_chars: int | None = None,
+) -> dict[str, Any]:
+    """Validate against the schema (and the studio's text limit); translate pairwise "A"/"B" to response ids."""
     try:
         clean = schema.validate_answers(answers)
     except AnswerValidationError as error:
         raise InvalidInput(f"answers.{error.question_id}: {error.problem}") from None
+    _check_text_lengths(schema, clean, max_text_chars)
     for question in schema.questions:
         if isinstance(question, Pairwise) and clean.get(question.id) in ("A", "B"):
             shown_a, shown_b = pair_order(campaign, user.id, item)
@@ -129,14 +152,15 @@ def _checked_request(
     answers: Any,
     seconds_spent: float | None,
     max_seconds_spent: float,
+    max_text_chars: int | None,
 ) -> tuple[CampaignState, Any, dict[str, Any]]:
-    """Every check of a submit that only reads: text, seconds, campaign, role, item and the answer values."""
+    """Every check of a submit that only reads: text, seconds, campaign open, item and the answer values."""
     _check_request_text(submission_id, lease_id, answers)
     _client_seconds(seconds_spent, None, max_seconds_spent)  # refuse a bad value before taking the lock
     found = campaign_state(session, campaign)
-    require_answerable(found, user)
+    require_open(found)
     item = campaign_item(session, found, item_id)
-    return found, item, _clean_values(found.schema, found, user, item, answers)
+    return found, item, _clean_values(found.schema, found, user, item, answers, max_text_chars)
 
 
 def submit_answer(
@@ -150,12 +174,13 @@ def submit_answer(
     answers: dict[str, Any],
     seconds_spent: float | None = None,
     max_seconds_spent: float = DEFAULT_MAX_SECONDS,
+    max_text_chars: int | None = None,
     now: datetime | None = None,
 ) -> SubmitResult:
     """Store the caller's answer to an item they hold a lease on.
 
     A retry with the same ``submission_id`` returns the stored answer (``created`` False). Errors:
-    ``NotFound`` (campaign, item, lease), ``PermissionDenied`` (role, closed campaign, someone else's
+    ``NotFound`` (campaign, item, lease), ``PermissionDenied`` (closed campaign, someone else's
     lease), ``Conflict`` (already answered, lease released, expired lease whose slot was taken),
     ``InvalidInput`` (answer values). Nothing is stored on any error. ``now`` fixes the clock (tests); by default
     it is read once the locks are held, so a wait for them does not leave it stale.
@@ -171,6 +196,7 @@ def submit_answer(
         answers=answers,
         seconds_spent=seconds_spent,
         max_seconds_spent=max_seconds_spent,
+        max_text_chars=max_text_chars,
     )
     # Everything above only reads. The item's lock (PostgreSQL; SQLite's write lock covers it all) serialises submits
     # of this item; filling the slot a live lease holds changes no other person's decision, and the lease is closed
@@ -206,6 +232,44 @@ def submit_answer(
     return SubmitResult(created=True, answer=answer)
 
 
+def answer_by_submission_id(session: Session, submission_id: str) -> AnswerPublic | None:
+    """The answer stored under ``submission_id``, whoever stored it; None when there is none (one indexed query)."""
+    if not isinstance(submission_id, str) or not is_unicode(submission_id):
+        return None  # submit_answer refuses it with the precise error
+    return answer_by_submission(session, submission_id)
+
+
+def retried_submission(
+    session: Session,
+    stored: AnswerPublic,
+    *,
+    campaign: str,
+    user: UserPublic,
+    item_id: int,
+    lease_id: str,
+    submission_id: str,
+    answers: dict[str, Any],
+    seconds_spent: float | None = None,
+    max_seconds_spent: float = DEFAULT_MAX_SECONDS,
+    max_text_chars: int | None = None,
+) -> AnswerPublic:
+    """``stored`` (of :func:`answer_by_submission_id`) as the answer to this retried submit, after the same checks
+    and errors :func:`submit_answer` gives a retry (``Conflict`` when the submission_id is someone else's)."""
+    _checked_request(
+        session,
+        campaign=campaign,
+        user=user,
+        item_id=item_id,
+        lease_id=lease_id,
+        submission_id=submission_id,
+        answers=answers,
+        seconds_spent=seconds_spent,
+        max_seconds_spent=max_seconds_spent,
+        max_text_chars=max_text_chars,
+    )
+    return _own_submission(stored, user, item_id)
+
+
 def stored_submission(
     session: Session,
     *,
@@ -217,6 +281,7 @@ def stored_submission(
     answers: dict[str, Any],
     seconds_spent: float | None = None,
     max_seconds_spent: float = DEFAULT_MAX_SECONDS,
+    max_text_chars: int | None = None,
 ) -> AnswerPublic | None:
     """The answer a retry of this submit must return, read without any lock; None when it is not stored yet.
 
@@ -226,13 +291,12 @@ def stored_submission(
     changes owner or item. None means "not stored when this read began": call :func:`submit_answer`,
     which decides under the lock (a retry racing its first submit lands there).
     """
-    if not isinstance(submission_id, str) or not is_unicode(submission_id):
-        return None  # submit_answer refuses it with the precise error
-    stored = answer_by_submission(session, submission_id)
+    stored = answer_by_submission_id(session, submission_id)
     if stored is None:
         return None
-    _checked_request(
+    return retried_submission(
         session,
+        stored,
         campaign=campaign,
         user=user,
         item_id=item_id,
@@ -241,8 +305,8 @@ def stored_submission(
         answers=answers,
         seconds_spent=seconds_spent,
         max_seconds_spent=max_seconds_spent,
+        max_text_chars=max_text_chars,
     )
-    return _own_submission(stored, user, item_id)
 
 
 def revise_answer(
@@ -254,22 +318,25 @@ def revise_answer(
     answers: dict[str, Any],
     seconds_spent: float | None = None,
     max_seconds_spent: float = DEFAULT_MAX_SECONDS,
+    max_text_chars: int | None = None,
     now: datetime | None = None,
 ) -> AnswerPublic:
-    """Replace the caller's own answer while the campaign is open; the old values go to AnswerRevision."""
+    """Replace the person's own answer while the campaign is open; the old values go to AnswerRevision."""
     now = now or utc_now()
     require_unicode(answers, "answers")
-    found = open_campaign_for(session, campaign, user)
+    found = open_campaign(session, campaign)
     schema = found.schema
     if not schema.allow_revision:
         raise PermissionDenied(f"campaign: {found.name!r} does not allow revising answers")
     item = campaign_item(session, found, item_id)
     answer = (
-        session.execute(select(Answer).where(Answer.item_id == item_id, Answer.user_id == user.id)).scalars().first()
+        session.execute(select(Answer).where(col(Answer.item_id) == item_id, col(Answer.user_id) == user.id))
+        .scalars()
+        .first()
     )
     if answer is None:
         raise NotFound(f"item_id: you have no answer to item {item_id} to revise")
-    values = _clean_values(schema, found, user, item, answers)
+    values = _clean_values(schema, found, user, item, answers, max_text_chars)
     session.add(
         AnswerRevision(
             answer_id=answer.id,
@@ -294,7 +361,9 @@ def my_answer(session: Session, *, campaign: str, user: UserPublic, item_id: int
     found = campaign_state(session, campaign)
     answer = (
         session.execute(
-            select(Answer).where(Answer.campaign_id == found.id, Answer.item_id == item_id, Answer.user_id == user.id)
+            select(Answer).where(
+                col(Answer.campaign_id) == found.id, col(Answer.item_id) == item_id, col(Answer.user_id) == user.id
+            )
         )
         .scalars()
         .first()
@@ -308,21 +377,19 @@ def campaign_progress(session: Session, campaign: Campaign | CampaignState) -> d
     """``answers`` stored, ``items`` in the campaign and ``complete_items`` (answers reached the quota)."""
     items, answers, complete = session.execute(
         select(
-            func.count(Item.id),
-            func.coalesce(func.sum(Item.answer_count), 0),
-            func.count(Item.id).filter(Item.answer_count >= campaign.people_per_item),
-        ).where(Item.campaign_id == campaign.id)
+            func.count(col(Item.id)),
+            func.coalesce(func.sum(col(Item.answer_count)), 0),
+            func.count(col(Item.id)).filter(col(Item.answer_count) >= campaign.people_per_item),
+        ).where(col(Item.campaign_id) == campaign.id)
     ).one()
     return {"answers": int(answers), "items": int(items), "complete_items": int(complete)}
 
 
 def progress(session: Session, *, campaign: str, user: UserPublic) -> dict[str, Any]:
-    """The caller's answer count in the campaign, and the campaign's progress."""
+    """The person's answer count in the campaign, and the campaign's progress."""
     found = campaign_state(session, campaign)
-    if user.role not in found.eligible_roles and user.role not in ("curator", "researcher", "admin"):
-        raise PermissionDenied(f"campaign: {found.name!r} is not open to role {user.role!r}")
     mine = session.execute(
-        select(func.count(Answer.id)).where(Answer.campaign_id == found.id, Answer.user_id == user.id)
+        select(func.count(col(Answer.id))).where(col(Answer.campaign_id) == found.id, col(Answer.user_id) == user.id)
     ).scalar_one()
     return {"campaign": found.name, "mine": {"answers": int(mine)}, "overall": campaign_progress(session, found)}
 

@@ -4,22 +4,27 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import timedelta
+from datetime import datetime, timedelta
 from functools import lru_cache
+from typing import Any
 
-from sqlalchemy import Select, bindparam, select, update
-from sqlmodel import Session
+from sqlalchemy import Select, bindparam, update
+from sqlalchemy import select as core_select
+from sqlmodel import Session, col, select
 
 from studio.db import core_connection
-from studio.models import ROLES, AuditLog, AuthToken, User, UserPublic, utc_now
-from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound, PermissionDenied
+from studio.models import AuditLog, AuthToken, User, UserPublic, utc_now
+from studio.models.types import UTCDateTime, stored_id
+from studio.policies import ROLES
+from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
 from studio.services.text import is_unicode
 
 DEFAULT_TOKEN_TTL_SECONDS = 7 * 24 * 3600
 
 
 @lru_cache(maxsize=1)
-def _hasher():  # noqa: ANN202 - pwdlib's PasswordHash, built once: its constructor is not free
+def _hasher() -> Any:
+    """pwdlib's ``PasswordHash``, built once: its constructor is not free (pwdlib ships no type information)."""
     from pwdlib import PasswordHash
 
     return PasswordHash.recommended()
@@ -27,16 +32,16 @@ def _hasher():  # noqa: ANN202 - pwdlib's PasswordHash, built once: its construc
 
 @lru_cache(maxsize=1)
 def _dummy_hash() -> str:
-    return _hasher().hash(secrets.token_hex(16))
+    return str(_hasher().hash(secrets.token_hex(16)))
 
 
 def hash_password(password: str) -> str:
     """Return the argon2 hash of ``password``."""
-    return _hasher().hash(password)
+    return str(_hasher().hash(password))
 
 
 def verify_password(password: str, password_hash: str) -> bool:
-    return _hasher().verify(password, password_hash)
+    return bool(_hasher().verify(password, password_hash))
 
 
 def hash_token(token: str) -> str:
@@ -58,7 +63,7 @@ def create_user(session: Session, *, username: str, password: str, role: str, ac
         raise InvalidInput("username: must be 1-64 characters")
     if not password:
         raise InvalidInput("password: must not be empty")
-    if session.exec(select(User.id).where(User.username == username)).first() is not None:
+    if session.exec(select(col(User.id)).where(col(User.username) == username)).first() is not None:
         raise Conflict(f"username: {username!r} already exists")
     user = User(username=username, role=role, password_hash=hash_password(password))
     session.add(user)
@@ -70,7 +75,7 @@ def create_user(session: Session, *, username: str, password: str, role: str, ac
 def set_role(session: Session, *, username: str, role: str, actor: str = "system") -> UserPublic:
     """Change a person's role (audit-logged)."""
     check_role(role)
-    user = session.exec(select(User).where(User.username == username)).scalars().first()
+    user = session.exec(select(User).where(col(User.username) == username)).first()
     if user is None:
         raise NotFound(f"username: no user {username!r}")
     old_role, user.role = user.role, role
@@ -89,7 +94,7 @@ def set_role(session: Session, *, username: str, role: str, actor: str = "system
 
 def list_users(session: Session) -> list[UserPublic]:
     """Every person, by name."""
-    users = session.exec(select(User).order_by(User.username)).scalars().all()
+    users = session.exec(select(User).order_by(col(User.username))).all()
     return [UserPublic.model_validate(user) for user in users]
 
 
@@ -97,7 +102,7 @@ def login(session: Session, *, username: str, password: str, ttl_seconds: int = 
     """Check the password and return a new opaque token; ``NotAuthenticated`` on a wrong name or password."""
     if not is_unicode(username) or not is_unicode(password):
         raise NotAuthenticated("username or password is wrong")
-    user = session.exec(select(User).where(User.username == username)).scalars().first()
+    user = session.exec(select(User).where(col(User.username) == username)).first()
     if user is None:
         verify_password(password, _dummy_hash())  # same work as a real check: no timing hint that the name exists
         raise NotAuthenticated("username or password is wrong")
@@ -105,7 +110,11 @@ def login(session: Session, *, username: str, password: str, ttl_seconds: int = 
         raise NotAuthenticated("username or password is wrong")
     token = secrets.token_urlsafe(32)
     session.add(
-        AuthToken(user_id=user.id, token_hash=hash_token(token), expires_at=utc_now() + timedelta(seconds=ttl_seconds))
+        AuthToken(
+            user_id=stored_id(user.id),
+            token_hash=hash_token(token),
+            expires_at=utc_now() + timedelta(seconds=ttl_seconds),
+        )
     )
     session.flush()
     return token
@@ -113,26 +122,26 @@ def login(session: Session, *, username: str, password: str, ttl_seconds: int = 
 
 def logout(session: Session, *, token: str) -> bool:
     """Revoke ``token``; True when a live token was revoked."""
-    result = session.execute(
+    result = session.exec(
         update(AuthToken)
-        .where(AuthToken.token_hash == hash_token(token), AuthToken.revoked_at.is_(None))
+        .where(col(AuthToken.token_hash) == hash_token(token), col(AuthToken.revoked_at).is_(None))
         .values(revoked_at=utc_now())
     )
     return result.rowcount > 0
 
 
 @lru_cache(maxsize=1)
-def _token_owner_query() -> Select:
+def _token_owner_query() -> Select[int | None, str, str, bool, datetime]:
     """The token lookup, built once per process: it runs on every request, and building a SELECT (and its
     cache key) costs more than running it. A Select is immutable; the token and the time are bound per call."""
     return (
-        select(User.id, User.username, User.role, User.is_active, User.created_at)
-        .join(AuthToken, AuthToken.user_id == User.id)
+        core_select(col(User.id), col(User.username), col(User.role), col(User.is_active), col(User.created_at))
+        .join(AuthToken, col(AuthToken.user_id) == col(User.id))
         .where(
-            AuthToken.token_hash == bindparam("token_hash"),
-            AuthToken.revoked_at.is_(None),
-            AuthToken.expires_at > bindparam("now", type_=AuthToken.__table__.c.expires_at.type),
-            User.is_active.is_(True),
+            col(AuthToken.token_hash) == bindparam("token_hash"),
+            col(AuthToken.revoked_at).is_(None),
+            col(AuthToken.expires_at) > bindparam("now", type_=UTCDateTime()),
+            col(User.is_active).is_(True),
         )
     )
 
@@ -159,13 +168,4 @@ def signed_in(session: Session, *, token: str) -> UserPublic:
     user = user_for_token(session, token=token)
     if user is None:
         raise NotAuthenticated("authorization: the token is unknown, expired or revoked")
-    return user
-
-
-def require_role(user: UserPublic | None, *roles: str) -> UserPublic:
-    """Return ``user`` when they hold one of ``roles``; ``NotAuthenticated`` for no user, else ``PermissionDenied``."""
-    if user is None:
-        raise NotAuthenticated("login required")
-    if roles and user.role not in roles:
-        raise PermissionDenied(f"role: {user.role!r} may not do this (needs {' or '.join(roles)})")
     return user

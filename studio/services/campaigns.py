@@ -4,21 +4,20 @@ from __future__ import annotations
 
 import secrets
 from collections import defaultdict
+from collections.abc import Iterable
 from itertools import combinations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import insert, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
-from studio.models import AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScenarioRow, UserPublic
+from studio.models import AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScenarioRow
+from studio.models.types import stored_id
 from studio.schemas import AnswerValidationError, WorkflowSchema
 from studio.services.answers import campaign_progress
 from studio.services.errors import Conflict, InvalidInput, NotFound
 from studio.services.queue import get_campaign
-
-#: Roles that manage campaigns: they see every campaign in listings, open or closed.
-MANAGER_ROLES: tuple[str, ...] = ("curator", "researcher", "admin")
 
 
 class TargetSelection(BaseModel):
@@ -47,29 +46,29 @@ class CampaignSummary(BaseModel):
 def _scenario_filters(query: Any, schema: WorkflowSchema, selection: TargetSelection) -> Any:
     subtasks = selection.subtasks or schema.target_filter.subtasks
     if subtasks:
-        query = query.where(ScenarioRow.subtask.in_(subtasks))
+        query = query.where(col(ScenarioRow.subtask).in_(subtasks))
     if selection.high_risk_only or schema.target_filter.high_risk:
-        query = query.where(ScenarioRow.high_risk.is_(True))
+        query = query.where(col(ScenarioRow.high_risk).is_(True))
     if schema.target_filter.has_instruction_kind:
-        query = query.where(ScenarioRow.instruction_kind.is_not(None))
+        query = query.where(col(ScenarioRow.instruction_kind).is_not(None))
     return query
 
 
 def _response_query(schema: WorkflowSchema, selection: TargetSelection) -> Any:
-    query = select(ResponseRow.id, ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant).join(
-        ScenarioRow, ScenarioRow.id == ResponseRow.scenario_id
-    )
+    query = select(
+        col(ResponseRow.id), col(ResponseRow.scenario_id), col(ResponseRow.model), col(ResponseRow.variant)
+    ).join(ScenarioRow, col(ScenarioRow.id) == col(ResponseRow.scenario_id))
     query = _scenario_filters(query, schema, selection)
     if selection.models:
-        query = query.where(ResponseRow.model.in_(selection.models))
+        query = query.where(col(ResponseRow.model).in_(selection.models))
     if selection.variants:
-        query = query.where(ResponseRow.variant.in_(selection.variants))
+        query = query.where(col(ResponseRow.variant).in_(selection.variants))
     if selection.flagged_only or schema.target_filter.flagged_for_adjudication:
-        query = query.where(ResponseRow.needs_adjudication.is_(True))
-    return query.order_by(ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant)
+        query = query.where(col(ResponseRow.needs_adjudication).is_(True))
+    return query.order_by(col(ResponseRow.scenario_id), col(ResponseRow.model), col(ResponseRow.variant))
 
 
-def _pairs(rows: list[Any]) -> list[tuple[str, int, int]]:
+def _pairs(rows: Iterable[Any]) -> list[tuple[str, int, int]]:
     """Two responses to one scenario: each model's with_sap vs without_sap, and every two models per variant."""
     by_model: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
     by_variant: dict[tuple[str, str], list[int]] = defaultdict(list)
@@ -89,7 +88,7 @@ def _pairs(rows: list[Any]) -> list[tuple[str, int, int]]:
 def select_targets(session: Session, schema: WorkflowSchema, selection: TargetSelection) -> list[dict[str, Any]]:
     """The campaign's targets as item rows (scenario_id, response_id, response_b_id), in a stable order."""
     if schema.target == "scenario":
-        query = _scenario_filters(select(ScenarioRow.id), schema, selection).order_by(ScenarioRow.id)
+        query = _scenario_filters(select(col(ScenarioRow.id)), schema, selection).order_by(col(ScenarioRow.id))
         return [
             {"scenario_id": sid, "response_id": None, "response_b_id": None} for sid in session.execute(query).scalars()
         ]
@@ -99,9 +98,12 @@ def select_targets(session: Session, schema: WorkflowSchema, selection: TargetSe
     return [{"scenario_id": sid, "response_id": first, "response_b_id": second} for sid, first, second in _pairs(rows)]
 
 
-def _gold_rows(session: Session, schema: WorkflowSchema, gold: list[dict[str, Any]]) -> dict[tuple, dict]:
+TargetKey = tuple[Any, ...]  # (scenario_id, response_id, response_b_id)
+
+
+def _gold_rows(session: Session, schema: WorkflowSchema, gold: list[dict[str, Any]]) -> dict[TargetKey, dict[str, Any]]:
     """Gold answers by target key; each entry names scenario_id (+ model, variant for responses) and answers."""
-    keyed: dict[tuple, dict] = {}
+    keyed: dict[TargetKey, dict[str, Any]] = {}
     for number, entry in enumerate(gold, start=1):
         if schema.target == "response_pair":
             raise InvalidInput("gold: gold items are not supported for pairwise campaigns")
@@ -112,10 +114,10 @@ def _gold_rows(session: Session, schema: WorkflowSchema, gold: list[dict[str, An
         response_id = None
         if schema.target == "response":
             response_id = session.execute(
-                select(ResponseRow.id).where(
-                    ResponseRow.scenario_id == entry.get("scenario_id"),
-                    ResponseRow.model == entry.get("model"),
-                    ResponseRow.variant == entry.get("variant"),
+                select(col(ResponseRow.id)).where(
+                    col(ResponseRow.scenario_id) == entry.get("scenario_id"),
+                    col(ResponseRow.model) == entry.get("model"),
+                    col(ResponseRow.variant) == entry.get("variant"),
                 )
             ).scalar()
             if response_id is None:
@@ -129,7 +131,9 @@ def _gold_rows(session: Session, schema: WorkflowSchema, gold: list[dict[str, An
     return keyed
 
 
-def _item_rows(campaign_id: int, targets: list[dict[str, Any]], gold: dict[tuple, dict]) -> list[dict[str, Any]]:
+def _item_rows(
+    campaign_id: int, targets: list[dict[str, Any]], gold: dict[TargetKey, dict[str, Any]]
+) -> list[dict[str, Any]]:
     rows = []
     for position, target in enumerate(targets):
         answers = gold.get((target["scenario_id"], target["response_id"], target["response_b_id"]))
@@ -161,7 +165,7 @@ def create_campaign(
     ``Conflict`` if the name exists; ``InvalidInput`` when nothing matches or a gold entry is invalid.
     """
     selection = selection or TargetSelection()
-    if session.execute(select(Campaign.id).where(Campaign.name == name)).first() is not None:
+    if session.execute(select(col(Campaign.id)).where(col(Campaign.name) == name)).first() is not None:
         raise Conflict(f"name: campaign {name!r} already exists")
     quota = people_per_item or schema.people_per_item
     if quota < schema.min_people_per_item:
@@ -190,7 +194,7 @@ def create_campaign(
     )
     session.add(campaign)
     session.flush()
-    rows = _item_rows(campaign.id, targets, gold_answers)
+    rows = _item_rows(stored_id(campaign.id), targets, gold_answers)
     session.execute(insert(Item), rows)
     session.add(
         AuditLog(
@@ -224,25 +228,17 @@ def set_campaign_status(session: Session, *, name: str, status: str, actor: str 
     return CampaignPublic.model_validate(campaign)
 
 
-def list_campaigns(session: Session, *, user: UserPublic | None, include_closed: bool = False) -> list[CampaignPublic]:
-    """Campaigns open to ``user``'s role (managers, or ``user`` None for the CLI, see all when ``include_closed``)."""
-    campaigns = session.execute(select(Campaign).order_by(Campaign.name)).scalars().all()
-    manager = user is None or user.role in MANAGER_ROLES
-
-    def visible(campaign: Campaign) -> bool:
-        if include_closed and manager:
-            return True
-        return campaign.status == "open" and (user is None or user.role in campaign.eligible_roles)
-
-    return [CampaignPublic.model_validate(campaign) for campaign in campaigns if visible(campaign)]
+def list_campaigns(session: Session) -> list[CampaignPublic]:
+    """Every campaign, open or closed, by name (who sees which is ``studio.usecases.annotate``'s business)."""
+    campaigns = session.execute(select(Campaign).order_by(col(Campaign.name))).scalars().all()
+    return [CampaignPublic.model_validate(campaign) for campaign in campaigns]
 
 
-def campaign_summaries(
-    session: Session, *, user: UserPublic | None, include_closed: bool = False
-) -> list[CampaignSummary]:
-    """:func:`list_campaigns` with each campaign's title and progress (answers, items, complete items)."""
+def campaign_summaries(session: Session, campaigns: Iterable[CampaignPublic] | None = None) -> list[CampaignSummary]:
+    """``campaigns`` (default: every campaign, by name) with each one's title and progress (answers, items,
+    complete items)."""
     summaries = []
-    for public in list_campaigns(session, user=user, include_closed=include_closed):
+    for public in list_campaigns(session) if campaigns is None else campaigns:
         campaign = session.get(Campaign, public.id)
         if campaign is None:
             raise NotFound(f"campaign: {public.name!r} vanished")
@@ -257,3 +253,9 @@ def campaign_summaries(
             )
         )
     return summaries
+
+
+def schema_snapshots(session: Session) -> list[dict[str, Any]]:
+    """Every campaign's frozen workflow schema (as stored, oldest campaign first), for the forms a page builds."""
+    query = select(col(Campaign.schema_snapshot)).order_by(col(Campaign.id))
+    return [dict(snapshot) for snapshot in session.execute(query).scalars() if snapshot]

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from collections.abc import Sequence
 from typing import Any
+
+from sqlalchemy import Row
 
 from studio.models import ResponseRow, ScenarioRow, ScoreRow
 
@@ -25,11 +28,11 @@ def pair_is_swapped(seed: str, user_id: int, item_id: int) -> bool:
     return bool(digest[0] & 1)
 
 
-def _history(scenario: ScenarioRow) -> list[dict[str, str]]:
+def _history(scenario: Any) -> list[dict[str, str]]:
     return [{"role": str(turn.get("role", "")), "content": str(turn.get("content", ""))} for turn in scenario.history]
 
 
-def _scores(score: ScoreRow | None, reveal: set[str]) -> dict[str, Any]:
+def _scores(score: Any, reveal: set[str]) -> dict[str, Any]:
     shown: dict[str, Any] = {}
     if score is None:
         return shown
@@ -42,7 +45,7 @@ def _scores(score: ScoreRow | None, reveal: set[str]) -> dict[str, Any]:
     return shown
 
 
-def _response(response: ResponseRow, score: ScoreRow | None, reveal: set[str]) -> dict[str, Any]:
+def _response(response: Any, score: Any, reveal: set[str]) -> dict[str, Any]:
     shown: dict[str, Any] = {"text": response.text}
     if "model" in reveal:
         shown["model"] = response.model
@@ -54,11 +57,14 @@ def _response(response: ResponseRow, score: ScoreRow | None, reveal: set[str]) -
 
 def build_item_content(
     *,
-    scenario: ScenarioRow,
-    responses: list[tuple[ResponseRow, ScoreRow | None]],
+    scenario: ScenarioRow | Row[*tuple[Any, ...]],
+    responses: Sequence[tuple[ResponseRow | Row[*tuple[Any, ...]], ScoreRow | Row[*tuple[Any, ...]] | None]],
     reveal: list[str] | tuple[str, ...] = (),
 ) -> dict[str, Any]:
     """Return the content of one item for an annotator.
+
+    Rows are table models or, on the answering hot path, Core rows of the same tables
+    (``studio.services.queue_rows``): the same column names either way.
 
     ``responses`` is empty for a scenario target, one (response, score) for a response target and
     two, already in the order this person sees them (A then B), for a pair. Only whitelisted fields

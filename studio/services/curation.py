@@ -1,10 +1,10 @@
 """Curation: browse scenarios and responses, inspect one scenario's votes, accept / edit / reject with an audit
 trail, and publish immutable dataset versions.
 
-Curators and admins may change things; researchers may read (browse, inspect, list and read versions).
-``user`` None means the trusted command line. Edits are an overlay (``ScenarioStatus.edits``) on the ingested
-scenario, so re-ingesting a run never silently overwrites them; ``base_changed`` shows when the ingested text
-under an edit changed since the curator made it.
+Who may read and who may change is ``studio.policies.CurationPolicy``, checked by ``studio.usecases.curate`` before
+it calls these functions (the command line calls them directly: it is trusted). Edits are an overlay
+(``ScenarioStatus.edits``) on the ingested scenario, so re-ingesting a run never silently overwrites them;
+``base_changed`` shows when the ingested text under an edit changed since the curator made it.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, ValidationError
-from sqlalchemy import func, select
+from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from pipeline.records import Scenario
 from studio.models import (
@@ -31,12 +31,10 @@ from studio.models import (
     ScenarioRow,
     ScoreRow,
     User,
-    UserPublic,
     utc_now,
 )
 from studio.models.curation import (
     EDITABLE_FIELDS,
-    STATUSES,
     DatasetVersion,
     DatasetVersionPublic,
     ScenarioStatus,
@@ -44,13 +42,9 @@ from studio.models.curation import (
 )
 from studio.results.agreement import percent_agreement
 from studio.schemas import FreeText, WorkflowSchema
-from studio.services.auth import require_role
 from studio.services.errors import Conflict, InvalidInput, NotFound
 
-CURATE_ROLES: tuple[str, ...] = ("curator", "admin")
-READ_ROLES: tuple[str, ...] = ("curator", "researcher", "admin")
 ACTIONS: tuple[str, ...] = ("accept", "edit", "reject")
-MAX_PAGE_SIZE = 500
 MAX_AUDIT_ENTRIES = 1000
 SCENARIO_FIELDS: tuple[str, ...] = (
     "id",
@@ -74,32 +68,19 @@ class Page(BaseModel):
     rows: list[dict[str, Any]]
 
 
-def _check(user: UserPublic | None, roles: tuple[str, ...]) -> str:
-    """The actor's name after the role check; the command line (``user`` None) is trusted."""
-    if user is None:
-        return "cli"
-    return require_role(user, *roles).username
-
-
-def _paging(page: int, page_size: int) -> tuple[int, int]:
-    if page < 1:
-        raise InvalidInput("page: must be 1 or more")
-    if not 1 <= page_size <= MAX_PAGE_SIZE:
-        raise InvalidInput(f"page_size: must be 1-{MAX_PAGE_SIZE}")
-    return (page - 1) * page_size, page_size
-
-
 def _page(session: Session, query: Any, page: int, page_size: int) -> Page:
-    offset, limit = _paging(page, page_size)
+    """Page ``page`` (from 1) of ``page_size`` rows of ``query``, and how many rows it matches in all.
+
+    Paging and filters arrive checked (``studio.usecases.queries``: one rule for both front doors).
+    """
     total = session.execute(select(func.count()).select_from(query.order_by(None).subquery())).scalar_one()
-    rows = [dict(row._mapping) for row in session.execute(query.offset(offset).limit(limit))]
+    rows = [dict(row._mapping) for row in session.execute(query.offset((page - 1) * page_size).limit(page_size))]
     return Page(total=int(total), page=page, page_size=page_size, rows=rows)
 
 
 def browse_scenarios(
     session: Session,
     *,
-    user: UserPublic | None,
     subtask: str | None = None,
     status: str | None = None,
     agreement_below: float | None = None,
@@ -109,46 +90,43 @@ def browse_scenarios(
 ) -> Page:
     """Scenarios with their review state, filtered and paginated (two queries, whatever the page).
 
-    ``status`` is one of :data:`STATUSES` (``pending`` includes scenarios nobody reviewed yet);
+    ``status`` is one of ``studio.models.curation.STATUSES`` (``pending`` includes scenarios nobody reviewed yet);
     ``agreement_below`` keeps scenarios whose crowd agreement (winning share) is below it; ``disagreement`` keeps
     those with (or without) a crowd tie / low agreement. Rows: id, subtask, user_input, reference, status,
     decided_by, crowd_decision, crowd_votes, crowd_agreement, disagreement, edited, base_changed.
     """
-    _check(user, READ_ROLES)
-    if status is not None and status not in STATUSES:
-        raise InvalidInput(f"status: {status!r} is not one of {', '.join(STATUSES)}")
-    state = func.coalesce(ScenarioStatus.status, "pending")
+    state = func.coalesce(col(ScenarioStatus.status), "pending")
     query = select(
-        ScenarioRow.id,
-        ScenarioRow.subtask,
-        ScenarioRow.user_input,
-        ScenarioRow.reference,
+        col(ScenarioRow.id),
+        col(ScenarioRow.subtask),
+        col(ScenarioRow.user_input),
+        col(ScenarioRow.reference),
         state.label("status"),
-        ScenarioStatus.decided_by,
-        ScenarioStatus.crowd_decision,
-        ScenarioStatus.crowd_votes,
-        ScenarioStatus.crowd_agreement,
-        func.coalesce(ScenarioStatus.disagreement, False).label("disagreement"),
-        (ScenarioStatus.edited_from_hash.is_not(None)).label("edited"),
+        col(ScenarioStatus.decided_by),
+        col(ScenarioStatus.crowd_decision),
+        col(ScenarioStatus.crowd_votes),
+        col(ScenarioStatus.crowd_agreement),
+        func.coalesce(col(ScenarioStatus.disagreement), False).label("disagreement"),
+        (col(ScenarioStatus.edited_from_hash).is_not(None)).label("edited"),
         (
-            ScenarioStatus.edited_from_hash.is_not(None) & (ScenarioStatus.edited_from_hash != ScenarioRow.content_hash)
+            col(ScenarioStatus.edited_from_hash).is_not(None)
+            & (col(ScenarioStatus.edited_from_hash) != col(ScenarioRow.content_hash))
         ).label("base_changed"),
-    ).outerjoin(ScenarioStatus, ScenarioStatus.scenario_id == ScenarioRow.id)
+    ).outerjoin(ScenarioStatus, col(ScenarioStatus.scenario_id) == col(ScenarioRow.id))
     if subtask is not None:
-        query = query.where(ScenarioRow.subtask == subtask)
+        query = query.where(col(ScenarioRow.subtask) == subtask)
     if status is not None:
         query = query.where(state == status)
     if agreement_below is not None:
-        query = query.where(ScenarioStatus.crowd_agreement < agreement_below)
+        query = query.where(col(ScenarioStatus.crowd_agreement) < agreement_below)
     if disagreement is not None:
-        query = query.where(func.coalesce(ScenarioStatus.disagreement, False).is_(disagreement))
-    return _page(session, query.order_by(ScenarioRow.id), page, page_size)
+        query = query.where(func.coalesce(col(ScenarioStatus.disagreement), False).is_(disagreement))
+    return _page(session, query.order_by(col(ScenarioRow.id)), page, page_size)
 
 
 def browse_responses(
     session: Session,
     *,
-    user: UserPublic | None,
     subtask: str | None = None,
     model: str | None = None,
     variant: str | None = None,
@@ -163,33 +141,39 @@ def browse_responses(
     an experts' J_human. Rows: response_id, scenario_id, model, variant, subtask, needs_adjudication, S, J_judge,
     J, J_human, J_final.
     """
-    _check(user, READ_ROLES)
-    query = (
+    query: Select[*tuple[Any, ...]] = (
         select(
-            ResponseRow.id.label("response_id"),
-            ResponseRow.scenario_id,
-            ResponseRow.model,
-            ResponseRow.variant,
-            ScenarioRow.subtask,
-            ResponseRow.needs_adjudication,
-            ScoreRow.S,
-            ScoreRow.J_judge,
-            ScoreRow.J,
-            ScoreRow.J_human,
-            ScoreRow.J_final,
+            col(ResponseRow.id).label("response_id"),
+            col(ResponseRow.scenario_id),
+            col(ResponseRow.model),
+            col(ResponseRow.variant),
+            col(ScenarioRow.subtask),
+            col(ResponseRow.needs_adjudication),
+            col(ScoreRow.S),
+            col(ScoreRow.J_judge),
+            col(ScoreRow.J),
+            col(ScoreRow.J_human),
+            col(ScoreRow.J_final),
         )
-        .join(ScenarioRow, ScenarioRow.id == ResponseRow.scenario_id)
-        .outerjoin(ScoreRow, ScoreRow.response_id == ResponseRow.id)
+        .join(ScenarioRow, col(ScenarioRow.id) == col(ResponseRow.scenario_id))
+        .outerjoin(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
     )
-    for column, wanted in ((ScenarioRow.subtask, subtask), (ResponseRow.model, model), (ResponseRow.variant, variant)):
+    for column, wanted in (
+        (col(ScenarioRow.subtask), subtask),
+        (col(ResponseRow.model), model),
+        (col(ResponseRow.variant), variant),
+    ):
         if wanted is not None:
             query = query.where(column == wanted)
     if flagged is not None:
-        query = query.where(ResponseRow.needs_adjudication.is_(flagged))
+        query = query.where(col(ResponseRow.needs_adjudication).is_(flagged))
     if adjudicated is not None:
-        query = query.where(ScoreRow.J_human.is_not(None) if adjudicated else ScoreRow.J_human.is_(None))
+        query = query.where(col(ScoreRow.J_human).is_not(None) if adjudicated else col(ScoreRow.J_human).is_(None))
     return _page(
-        session, query.order_by(ResponseRow.scenario_id, ResponseRow.model, ResponseRow.variant), page, page_size
+        session,
+        query.order_by(col(ResponseRow.scenario_id), col(ResponseRow.model), col(ResponseRow.variant)),
+        page,
+        page_size,
     )
 
 
@@ -220,22 +204,21 @@ def _tallies(answers: pd.DataFrame, schema: WorkflowSchema) -> tuple[dict[str, A
     return tallies, comments
 
 
-def scenario_detail(session: Session, *, user: UserPublic | None, scenario_id: str) -> dict[str, Any]:
+def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
     """One scenario: its record (as ingested and as edited), review state, per-campaign tallies, agreement and
     comments of its scenario-level items, and the automatic / judge scores of its responses (three queries)."""
-    _check(user, READ_ROLES)
     row = session.get(ScenarioRow, scenario_id)
     if row is None:
         raise NotFound(f"scenario_id: no scenario {scenario_id!r}")
     status = session.get(ScenarioStatus, scenario_id)
     answers = pd.DataFrame(
         session.execute(
-            select(Campaign.name, Campaign.schema_snapshot, User.username, Answer.values)
-            .join(Item, Item.id == Answer.item_id)
-            .join(Campaign, Campaign.id == Item.campaign_id)
-            .join(User, User.id == Answer.user_id)
-            .where(Item.scenario_id == scenario_id, Item.response_id.is_(None))
-            .order_by(Campaign.name, User.username)
+            select(col(Campaign.name), col(Campaign.schema_snapshot), col(User.username), col(Answer.values))
+            .join(Item, col(Item.id) == col(Answer.item_id))
+            .join(Campaign, col(Campaign.id) == col(Item.campaign_id))
+            .join(User, col(User.id) == col(Answer.user_id))
+            .where(col(Item.scenario_id) == scenario_id, col(Item.response_id).is_(None))
+            .order_by(col(Campaign.name), col(User.username))
         ).all(),
         columns=["campaign", "schema", "annotator", "values"],
     )
@@ -245,21 +228,21 @@ def scenario_detail(session: Session, *, user: UserPublic | None, scenario_id: s
         campaigns.append({"campaign": name, "answers": len(group), "questions": tallies, "comments": comments})
     scores = session.execute(
         select(
-            ResponseRow.id,
-            ResponseRow.model,
-            ResponseRow.variant,
-            ScoreRow.bleu4,
-            ScoreRow.rougeL,
-            ScoreRow.ss,
-            ScoreRow.S,
-            ScoreRow.J_judge,
-            ScoreRow.J,
-            ScoreRow.J_human,
-            ScoreRow.J_final,
+            col(ResponseRow.id),
+            col(ResponseRow.model),
+            col(ResponseRow.variant),
+            col(ScoreRow.bleu4),
+            col(ScoreRow.rougeL),
+            col(ScoreRow.ss),
+            col(ScoreRow.S),
+            col(ScoreRow.J_judge),
+            col(ScoreRow.J),
+            col(ScoreRow.J_human),
+            col(ScoreRow.J_final),
         )
-        .outerjoin(ScoreRow, ScoreRow.response_id == ResponseRow.id)
-        .where(ResponseRow.scenario_id == scenario_id)
-        .order_by(ResponseRow.model, ResponseRow.variant)
+        .outerjoin(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
+        .where(col(ResponseRow.scenario_id) == scenario_id)
+        .order_by(col(ResponseRow.model), col(ResponseRow.variant))
     )
     return {
         "scenario": scenario_record(row, status),
@@ -299,19 +282,18 @@ def _scenario_and_status(session: Session, scenario_id: str) -> tuple[ScenarioRo
 def decide_scenario(
     session: Session,
     *,
-    user: UserPublic | None,
+    actor: str,
     scenario_id: str,
     action: str,
     reason: str,
     edits: dict[str, Any] | None = None,
 ) -> ScenarioStatusPublic:
-    """Accept, edit or reject a scenario (curators and admins); audit-logged with who, when, before, after, why.
+    """Accept, edit or reject a scenario as ``actor``; audit-logged with who, when, before, after, why.
 
     ``reason`` is required. ``edit`` merges ``edits`` (fields of :data:`EDITABLE_FIELDS`, checked against the
     Scenario record type) into the overlay and leaves the status (and who decided it) alone; accept / reject set
     the status, and a curator's status outranks crowd and expert aggregation from then on.
     """
-    actor = _check(user, CURATE_ROLES)
     if action not in ACTIONS:
         raise InvalidInput(f"action: {action!r} is not one of {', '.join(ACTIONS)}")
     if not reason or not reason.strip():
@@ -352,9 +334,9 @@ def accepted_records(session: Session, *, include_edits: bool = True) -> list[di
     """Every accepted scenario as a validated Scenario dict (edits applied unless ``include_edits`` is False)."""
     rows = session.execute(
         select(ScenarioRow, ScenarioStatus)
-        .join(ScenarioStatus, ScenarioStatus.scenario_id == ScenarioRow.id)
-        .where(ScenarioStatus.status == "accepted")
-        .order_by(ScenarioRow.id)
+        .join(ScenarioStatus, col(ScenarioStatus.scenario_id) == col(ScenarioRow.id))
+        .where(col(ScenarioStatus.status) == "accepted")
+        .order_by(col(ScenarioRow.id))
     ).all()
     return [
         Scenario.model_validate(scenario_record(row, status if include_edits else None)).model_dump(mode="json")
@@ -363,14 +345,13 @@ def accepted_records(session: Session, *, include_edits: bool = True) -> list[di
 
 
 def publish_dataset(
-    session: Session, *, user: UserPublic | None, name: str, include_edits: bool = True, note: str | None = None
+    session: Session, *, actor: str, name: str, include_edits: bool = True, note: str | None = None
 ) -> tuple[DatasetVersionPublic, bool]:
-    """Publish the accepted scenarios as an immutable version; return it and whether it was created.
+    """Publish the accepted scenarios as an immutable version (by ``actor``); return it and whether it was created.
 
     Identical content (same hash) returns the existing version (``created`` False) whatever ``name`` says; a
     ``name`` already used for other content is a ``Conflict``; nothing accepted is ``InvalidInput``.
     """
-    actor = _check(user, CURATE_ROLES)
     name = name.strip()
     if not name or len(name) > 128:
         raise InvalidInput("name: must be 1-128 characters")
@@ -378,10 +359,10 @@ def publish_dataset(
     if not records:
         raise InvalidInput("status: no accepted scenario to publish")
     digest = content_hash(records)
-    same = session.execute(select(DatasetVersion).where(DatasetVersion.content_hash == digest)).scalars().first()
+    same = session.execute(select(DatasetVersion).where(col(DatasetVersion.content_hash) == digest)).scalars().first()
     if same is not None:
         return DatasetVersionPublic.model_validate(same), False
-    if session.execute(select(DatasetVersion.id).where(DatasetVersion.name == name)).first() is not None:
+    if session.execute(select(col(DatasetVersion.id)).where(col(DatasetVersion.name) == name)).first() is not None:
         raise Conflict(f"name: dataset version {name!r} already exists with other content")
     version = DatasetVersion(
         name=name, content_hash=digest, n_scenarios=len(records), created_by=actor, note=note, records=records
@@ -404,17 +385,15 @@ def publish_dataset(
     return DatasetVersionPublic.model_validate(version), True
 
 
-def list_dataset_versions(session: Session, *, user: UserPublic | None) -> list[DatasetVersionPublic]:
+def list_dataset_versions(session: Session) -> list[DatasetVersionPublic]:
     """Every published version, oldest first."""
-    _check(user, READ_ROLES)
-    rows = session.execute(select(DatasetVersion).order_by(DatasetVersion.id)).scalars()
+    rows = session.execute(select(DatasetVersion).order_by(col(DatasetVersion.id))).scalars()
     return [DatasetVersionPublic.model_validate(row) for row in rows]
 
 
-def dataset_version_records(session: Session, *, user: UserPublic | None, version: str) -> list[dict[str, Any]]:
+def dataset_version_records(session: Session, *, version: str) -> list[dict[str, Any]]:
     """The scenarios of a published version, as published; ``NotFound`` for an unknown name."""
-    _check(user, READ_ROLES)
-    found = session.execute(select(DatasetVersion).where(DatasetVersion.name == version)).scalars().first()
+    found = session.execute(select(DatasetVersion).where(col(DatasetVersion.name) == version)).scalars().first()
     if found is None:
         raise NotFound(f"version: no dataset version {version!r}")
     return list(found.records)
@@ -423,19 +402,17 @@ def dataset_version_records(session: Session, *, user: UserPublic | None, versio
 def list_audit_entries(
     session: Session,
     *,
-    user: UserPublic | None,
     entity: str | None = None,
     entity_id: str | None = None,
     limit: int = 200,
 ) -> list[AuditLogPublic]:
     """The newest audit entries first (at most ``limit``, 1-:data:`MAX_AUDIT_ENTRIES`), only those of ``entity``
-    (e.g. ``"scenario"``) and/or ``entity_id`` when given. Curators, researchers and admins may read the log."""
-    _check(user, READ_ROLES)
+    (e.g. ``"scenario"``) and/or ``entity_id`` when given."""
     if not 1 <= limit <= MAX_AUDIT_ENTRIES:
         raise InvalidInput(f"limit: must be 1-{MAX_AUDIT_ENTRIES}")
-    query = select(AuditLog).order_by(AuditLog.id.desc()).limit(limit)  # type: ignore[union-attr]
+    query = select(AuditLog).order_by(col(AuditLog.id).desc()).limit(limit)
     if entity is not None:
-        query = query.where(AuditLog.entity == entity)
+        query = query.where(col(AuditLog.entity) == entity)
     if entity_id is not None:
-        query = query.where(AuditLog.entity_id == entity_id)
+        query = query.where(col(AuditLog.entity_id) == entity_id)
     return [AuditLogPublic.model_validate(entry) for entry in session.execute(query).scalars()]

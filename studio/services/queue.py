@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 from sqlalchemy import Select, bindparam, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from studio.db import lock_campaign
 from studio.models import Campaign, Skip, UserPublic, utc_now
@@ -63,8 +63,8 @@ class ItemView(BaseModel):
 
 
 @lru_cache(maxsize=1)
-def _campaign_by_name_query() -> Select:
-    return select(Campaign).where(Campaign.name == bindparam("name"))
+def _campaign_by_name_query() -> Select[Campaign]:
+    return select(Campaign).where(col(Campaign.name) == bindparam("name"))
 
 
 def get_campaign(session: Session, name: str) -> Campaign:
@@ -114,18 +114,20 @@ def _once_per_session(
     return found
 
 
-def require_answerable(campaign: Campaign | CampaignState, user: UserPublic) -> None:
-    """``PermissionDenied`` unless the campaign is open and the person's role may answer it."""
-    if user.role not in campaign.eligible_roles:
-        raise PermissionDenied(f"campaign: {campaign.name!r} is not open to role {user.role!r}")
+def require_open(campaign: Campaign | CampaignState) -> None:
+    """``PermissionDenied`` when the campaign is closed (no next items, submits, skips or revisions then).
+
+    Who may answer a campaign is a policy (``studio.policies.CampaignPolicy.answer``), checked by the use case
+    before it calls the queue; that the campaign is open is the queue's own rule, for every caller alike.
+    """
     if campaign.status != "open":
         raise PermissionDenied(f"campaign: {campaign.name!r} is closed")
 
 
-def open_campaign_for(session: Session, name: str, user: UserPublic) -> CampaignState:
-    """Look the campaign up, check the caller may answer it, and take its queue lock."""
+def open_campaign(session: Session, name: str) -> CampaignState:
+    """Look the campaign up, check it is open, and take its queue lock."""
     campaign = campaign_state(session, name)
-    require_answerable(campaign, user)
+    require_open(campaign)
     lock_campaign(session, campaign.id)
     return campaign
 
@@ -145,7 +147,7 @@ def _response_with_score(session: Session, response_id: int) -> tuple[Any, Any]:
     return response, score_row(session, response_id)
 
 
-def item_content(session: Session, campaign: CampaignState, item: Any, user_id: int) -> dict:
+def item_content(session: Session, campaign: CampaignState, item: Any, user_id: int) -> dict[str, Any]:
     """The whitelisted content of ``item`` (an item row) as person ``user_id`` sees it (pairs in their A/B order)."""
     scenario = scenario_row(session, item.scenario_id)
     if scenario is None:
@@ -174,7 +176,7 @@ class Handout:
 
     @property
     def item_id(self) -> int:
-        return self.item.id
+        return int(self.item.id)
 
 
 def take_lease(
@@ -190,7 +192,7 @@ def take_lease(
     Run it in a write session; :func:`view_of` builds the view from the handout (in that session or any other).
     """
     now = now or utc_now()
-    found = open_campaign_for(session, campaign, user)
+    found = open_campaign(session, campaign)
     live = live_lease_of(session, found.id, user.id, now)
     if live is not None:
         item = item_row(session, live.item_id)
@@ -272,11 +274,15 @@ def skip_item(
 ) -> None:
     """Release the caller's lease and put the item after all others for them."""
     now = now or utc_now()
-    found = open_campaign_for(session, campaign, user)
+    found = open_campaign(session, campaign)
     campaign_item(session, found, item_id)
     lease = own_lease(session, found, user, item_id, lease_id)
     release_lease(session, lease.id, at=now, outcome="skipped")  # only if still open: the UPDATE says so itself
-    skip = session.execute(select(Skip).where(Skip.item_id == item_id, Skip.user_id == user.id)).scalars().first()
+    skip = (
+        session.execute(select(Skip).where(col(Skip.item_id) == item_id, col(Skip.user_id) == user.id))
+        .scalars()
+        .first()
+    )
     if skip is None:
         session.add(Skip(campaign_id=found.id, item_id=item_id, user_id=user.id, skipped_at=now))
     else:

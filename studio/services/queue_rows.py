@@ -15,9 +15,24 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Row, Select, Text, and_, bindparam, cast, exists, func, or_, select, update
+from sqlalchemy import (
+    Integer,
+    Row,
+    Select,
+    Table,
+    Text,
+    and_,
+    bindparam,
+    cast,
+    exists,
+    func,
+    inspect,
+    or_,
+    select,
+    update,
+)
 from sqlalchemy.sql.dml import Insert, Update
-from sqlmodel import Session
+from sqlmodel import Session, SQLModel, col
 
 from studio.db import core_connection
 from studio.models import Answer, AnswerPublic, Campaign, Item, Lease, ResponseRow, ScenarioRow, ScoreRow, Skip
@@ -38,27 +53,35 @@ class CampaignState:
     schema: WorkflowSchema
 
 
+def _table(model: type[SQLModel]) -> Table:
+    """The Core table of a table model (SQLModel does not declare ``__table__`` for the type checker)."""
+    table = inspect(model).local_table
+    if not isinstance(table, Table):
+        raise TypeError(f"{model.__name__} is not mapped to one table")
+    return table
+
+
 def _now_param() -> Any:
     return bindparam("now", type_=UTCDateTime())
 
 
 def _live_lease(now: Any) -> tuple[Any, Any]:
     """The conditions of a lease that holds a slot at ``now``: neither released nor expired."""
-    return Lease.released_at.is_(None), Lease.expires_at > now
+    return col(Lease.released_at).is_(None), col(Lease.expires_at) > now
 
 
 @lru_cache(maxsize=1)
-def _campaign_query() -> Select:
+def _campaign_query() -> Select[*tuple[Any, ...]]:
     # The snapshot as text: it keys the parsed-schema cache, so a request never decodes or re-validates it.
     return select(
-        Campaign.id,
-        Campaign.name,
-        Campaign.status,
-        Campaign.eligible_roles,
-        Campaign.people_per_item,
-        Campaign.pair_seed,
-        cast(Campaign.schema_snapshot, Text).label("snapshot"),
-    ).where(Campaign.name == bindparam("name"))
+        col(Campaign.id),
+        col(Campaign.name),
+        col(Campaign.status),
+        col(Campaign.eligible_roles),
+        col(Campaign.people_per_item),
+        col(Campaign.pair_seed),
+        cast(col(Campaign.schema_snapshot), Text).label("snapshot"),
+    ).where(col(Campaign.name) == bindparam("name"))
 
 
 @lru_cache(maxsize=64)
@@ -84,110 +107,110 @@ def campaign_row(session: Session, name: str) -> CampaignState | None:
 
 
 _ITEM_COLUMNS = (
-    Item.id,
-    Item.campaign_id,
-    Item.position,
-    Item.answer_count,
-    Item.scenario_id,
-    Item.response_id,
-    Item.response_b_id,
+    col(Item.id),
+    col(Item.campaign_id),
+    col(Item.position),
+    col(Item.answer_count),
+    col(Item.scenario_id),
+    col(Item.response_id),
+    col(Item.response_b_id),
 )
 _LEASE_COLUMNS = (
-    Lease.id,
-    Lease.campaign_id,
-    Lease.item_id,
-    Lease.user_id,
-    Lease.issued_at,
-    Lease.expires_at,
-    Lease.released_at,
-    Lease.outcome,
+    col(Lease.id),
+    col(Lease.campaign_id),
+    col(Lease.item_id),
+    col(Lease.user_id),
+    col(Lease.issued_at),
+    col(Lease.expires_at),
+    col(Lease.released_at),
+    col(Lease.outcome),
 )
 _ANSWER_COLUMNS = (
-    Answer.id,
-    Answer.item_id,
-    Answer.campaign_id,
-    Answer.user_id,
-    Answer.values,
-    Answer.submission_id,
-    Answer.seconds_spent,
-    Answer.server_seconds,
-    Answer.created_at,
-    Answer.updated_at,
-    Answer.revision,
+    col(Answer.id),
+    col(Answer.item_id),
+    col(Answer.campaign_id),
+    col(Answer.user_id),
+    col(Answer.values),
+    col(Answer.submission_id),
+    col(Answer.seconds_spent),
+    col(Answer.server_seconds),
+    col(Answer.created_at),
+    col(Answer.updated_at),
+    col(Answer.revision),
 )
 
 
 @lru_cache(maxsize=1)
-def _item_query() -> Select:
-    return select(*_ITEM_COLUMNS).where(Item.id == bindparam("item_id"))
+def _item_query() -> Select[*tuple[Any, ...]]:
+    return select(*_ITEM_COLUMNS).where(col(Item.id) == bindparam("item_id"))
 
 
-def item_row(session: Session, item_id: int) -> Row | None:
+def item_row(session: Session, item_id: int) -> Row[*tuple[Any, ...]] | None:
     """The item's columns (id, campaign_id, position, answer_count, scenario_id, response_id, response_b_id)."""
     return core_connection(session).execute(_item_query(), {"item_id": item_id}).first()
 
 
 @lru_cache(maxsize=2)
-def _candidate_query(skipped: bool) -> Select:
+def _candidate_query(skipped: bool) -> Select[*tuple[Any, ...]]:
     """The next-item query, once per process and kind (building a SELECT and its cache key costs more than
     running it). Bound per call: campaign_id, quota, user_id, now."""
-    now, user_id, quota = _now_param(), bindparam("user_id"), bindparam("quota")
-    live = select(func.count()).where(Lease.item_id == Item.id, *_live_lease(now)).scalar_subquery()
-    answered = exists().where(Answer.item_id == Item.id, Answer.user_id == user_id)
-    skip_match = and_(Skip.item_id == Item.id, Skip.user_id == user_id)
+    now, user_id, quota = _now_param(), bindparam("user_id", type_=Integer()), bindparam("quota", type_=Integer())
+    live = select(func.count()).where(col(Lease.item_id) == col(Item.id), *_live_lease(now)).scalar_subquery()
+    answered = exists().where(col(Answer.item_id) == col(Item.id), col(Answer.user_id) == user_id)
+    skip_match = and_(col(Skip.item_id) == col(Item.id), col(Skip.user_id) == user_id)
     query = select(*_ITEM_COLUMNS).where(
-        Item.campaign_id == bindparam("campaign_id"),
-        Item.answer_count < quota,
-        Item.answer_count + live < quota,
+        col(Item.campaign_id) == bindparam("campaign_id"),
+        col(Item.answer_count) < quota,
+        col(Item.answer_count) + live < quota,
         ~answered,
     )
     if skipped:
-        query = query.join(Skip, skip_match).order_by(Skip.skipped_at, Item.answer_count, Item.position)
+        query = query.join(Skip, skip_match).order_by(col(Skip.skipped_at), col(Item.answer_count), col(Item.position))
     else:
-        query = query.where(~exists().where(skip_match)).order_by(Item.answer_count, Item.position)
+        query = query.where(~exists().where(skip_match)).order_by(col(Item.answer_count), col(Item.position))
     return query.limit(1)
 
 
 def candidate_item(
     session: Session, campaign: CampaignState, user_id: int, now: datetime, *, skipped: bool
-) -> Row | None:
+) -> Row[*tuple[Any, ...]] | None:
     """The first open item for this person, among the ones they skipped or the ones they did not."""
     bound = {"campaign_id": campaign.id, "quota": campaign.people_per_item, "user_id": user_id, "now": now}
     return core_connection(session).execute(_candidate_query(skipped), bound).first()
 
 
 @lru_cache(maxsize=1)
-def _live_lease_query() -> Select:
+def _live_lease_query() -> Select[*tuple[Any, ...]]:
     return (
         select(*_LEASE_COLUMNS)
         .where(
-            Lease.campaign_id == bindparam("campaign_id"),
-            Lease.user_id == bindparam("user_id"),
+            col(Lease.campaign_id) == bindparam("campaign_id"),
+            col(Lease.user_id) == bindparam("user_id"),
             *_live_lease(_now_param()),
         )
-        .order_by(Lease.issued_at.desc())
+        .order_by(col(Lease.issued_at).desc())
         .limit(1)
     )
 
 
-def live_lease_of(session: Session, campaign_id: int, user_id: int, now: datetime) -> Row | None:
+def live_lease_of(session: Session, campaign_id: int, user_id: int, now: datetime) -> Row[*tuple[Any, ...]] | None:
     """This person's live lease in the campaign (the newest), if any."""
     bound = {"campaign_id": campaign_id, "user_id": user_id, "now": now}
     return core_connection(session).execute(_live_lease_query(), bound).first()
 
 
 @lru_cache(maxsize=1)
-def _lease_query() -> Select:
-    return select(*_LEASE_COLUMNS).where(Lease.id == bindparam("lease_id"))
+def _lease_query() -> Select[*tuple[Any, ...]]:
+    return select(*_LEASE_COLUMNS).where(col(Lease.id) == bindparam("lease_id"))
 
 
-def lease_row(session: Session, lease_id: str) -> Row | None:
+def lease_row(session: Session, lease_id: str) -> Row[*tuple[Any, ...]] | None:
     return core_connection(session).execute(_lease_query(), {"lease_id": lease_id}).first()
 
 
 @lru_cache(maxsize=1)
 def _insert_lease() -> Insert:
-    return Lease.__table__.insert()
+    return _table(Lease).insert()
 
 
 def insert_lease(session: Session, **values: Any) -> None:
@@ -199,7 +222,7 @@ def insert_lease(session: Session, **values: Any) -> None:
 def _release_lease() -> Update:
     return (
         update(Lease)
-        .where(Lease.id == bindparam("lease_id"), Lease.released_at.is_(None))
+        .where(col(Lease.id) == bindparam("lease_id"), col(Lease.released_at).is_(None))
         .values(released_at=bindparam("released_at", type_=UTCDateTime()), outcome=bindparam("outcome"))
     )
 
@@ -210,25 +233,25 @@ def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str
     The condition is in the UPDATE itself, so two transactions closing one lease cannot both succeed.
     """
     bound = {"lease_id": lease_id, "released_at": at, "outcome": outcome}
-    return core_connection(session).execute(_release_lease(), bound).rowcount == 1
+    return int(core_connection(session).execute(_release_lease(), bound).rowcount) == 1
 
 
 @lru_cache(maxsize=1)
-def _live_lease_count_query() -> Select:
+def _live_lease_count_query() -> Select[*tuple[Any, ...]]:
     return select(func.count()).where(
-        Lease.item_id == bindparam("item_id"), *_live_lease(_now_param()), Lease.id != bindparam("excluding")
+        col(Lease.item_id) == bindparam("item_id"), *_live_lease(_now_param()), col(Lease.id) != bindparam("excluding")
     )
 
 
 def live_lease_count(session: Session, item_id: int, now: datetime, *, excluding: str = "") -> int:
     """Leases on ``item_id`` that are neither released nor expired (not counting lease ``excluding``)."""
     bound = {"item_id": item_id, "now": now, "excluding": excluding}
-    return core_connection(session).execute(_live_lease_count_query(), bound).scalar_one()
+    return int(core_connection(session).execute(_live_lease_count_query(), bound).scalar_one())
 
 
 @lru_cache(maxsize=1)
-def _by_submission_query() -> Select:
-    return select(*_ANSWER_COLUMNS).where(Answer.submission_id == bindparam("submission_id"))
+def _by_submission_query() -> Select[*tuple[Any, ...]]:
+    return select(*_ANSWER_COLUMNS).where(col(Answer.submission_id) == bindparam("submission_id"))
 
 
 def answer_by_submission(session: Session, submission_id: str) -> AnswerPublic | None:
@@ -238,11 +261,11 @@ def answer_by_submission(session: Session, submission_id: str) -> AnswerPublic |
 
 
 @lru_cache(maxsize=1)
-def _earlier_answers_query() -> Select:
+def _earlier_answers_query() -> Select[*tuple[Any, ...]]:
     return select(*_ANSWER_COLUMNS).where(
         or_(
-            Answer.submission_id == bindparam("submission_id"),
-            and_(Answer.item_id == bindparam("item_id"), Answer.user_id == bindparam("user_id")),
+            col(Answer.submission_id) == bindparam("submission_id"),
+            and_(col(Answer.item_id) == bindparam("item_id"), col(Answer.user_id) == bindparam("user_id")),
         )
     )
 
@@ -264,12 +287,12 @@ def earlier_answers(
 
 @lru_cache(maxsize=1)
 def _insert_answer() -> Insert:
-    return Answer.__table__.insert()
+    return _table(Answer).insert()
 
 
 @lru_cache(maxsize=1)
 def _count_answer() -> Update:
-    return update(Item).where(Item.id == bindparam("item_id")).values(answer_count=Item.answer_count + 1)
+    return update(Item).where(col(Item.id) == bindparam("item_id")).values(answer_count=col(Item.answer_count) + 1)
 
 
 def insert_answer(session: Session, **values: Any) -> AnswerPublic:
@@ -279,28 +302,31 @@ def insert_answer(session: Session, **values: Any) -> AnswerPublic:
     """
     conn = core_connection(session)
     values = {**values, "revision": 0}
-    answer_id = conn.execute(_insert_answer(), values).inserted_primary_key[0]
+    key = conn.execute(_insert_answer(), values).inserted_primary_key
+    if key is None:
+        raise RuntimeError("the database did not report the new answer's id")
+    answer_id = key[0]
     conn.execute(_count_answer(), {"item_id": values["item_id"]})
     return AnswerPublic.model_construct(id=answer_id, **values)
 
 
 @lru_cache(maxsize=8)
-def _by_id_query(table: Any) -> Select:
+def _by_id_query(table: Any) -> Select[*tuple[Any, ...]]:
     return select(table).where(table.c.id == bindparam("row_id"))
 
 
-def scenario_row(session: Session, scenario_id: str) -> Row | None:
-    return core_connection(session).execute(_by_id_query(ScenarioRow.__table__), {"row_id": scenario_id}).first()
+def scenario_row(session: Session, scenario_id: str) -> Row[*tuple[Any, ...]] | None:
+    return core_connection(session).execute(_by_id_query(_table(ScenarioRow)), {"row_id": scenario_id}).first()
 
 
-def response_row(session: Session, response_id: int) -> Row | None:
-    return core_connection(session).execute(_by_id_query(ResponseRow.__table__), {"row_id": response_id}).first()
+def response_row(session: Session, response_id: int) -> Row[*tuple[Any, ...]] | None:
+    return core_connection(session).execute(_by_id_query(_table(ResponseRow)), {"row_id": response_id}).first()
 
 
 @lru_cache(maxsize=1)
-def _score_query() -> Select:
-    return select(ScoreRow.__table__).where(ScoreRow.response_id == bindparam("response_id")).limit(1)
+def _score_query() -> Select[*tuple[Any, ...]]:
+    return select(_table(ScoreRow)).where(col(ScoreRow.response_id) == bindparam("response_id")).limit(1)
 
 
-def score_row(session: Session, response_id: int) -> Row | None:
+def score_row(session: Session, response_id: int) -> Row[*tuple[Any, ...]] | None:
     return core_connection(session).execute(_score_query(), {"response_id": response_id}).first()

@@ -1,6 +1,7 @@
 """What researchers read out of the store: the leaderboard (Table 2) from adjudicated scores, the SAP safety table
 (Table 3), instruction following (Fig. 7), agreement reports, judge-vs-human calibration, progress and score
-distributions. Read-only: researchers, curators and admins; ``user`` None is the trusted command line.
+distributions. Read-only. Who may read them is ``studio.policies.ResultsPolicy``, checked by
+``studio.usecases.research`` before it calls these functions (the command line calls them directly: it is trusted).
 
 Each function loads what it needs with one query per table family (answers once per campaign) into pandas and
 hands it to the pure statistics of ``studio.results``.
@@ -26,10 +27,16 @@ from pipeline.leaderboard import (
 )
 from pipeline.records import JUDGED_SUBTASKS
 from pipeline.results import judge_label
-from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User, UserPublic
+from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User
 from studio.results.aggregate import complete_answers
-from studio.results.agreement import agreement_by_question, annotator_agreement, code_ratings, gold_accuracy
+from studio.results.agreement import (
+    agreement_by_question,
+    annotator_agreement,
+    code_ratings,
+    gold_accuracy,
+)
 from studio.results.calibration import Calibration, judge_human_calibration
+from studio.results.coincidence import Level
 from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.results.figures import plot_score_distribution
 from studio.results.store_views import (
@@ -43,14 +50,12 @@ from studio.results.store_views import (
 )
 from studio.results.tables import instruction_following_table, instruction_ratings, safety_ratings, table3
 from studio.schemas import MeanRule
-from studio.services.auth import require_role
 from studio.services.campaigns import campaign_summaries
 from studio.services.errors import InvalidInput, NotFound
 from studio.services.queue import campaign_schema, get_campaign
 
 __all__ = ["plot_score_distribution"]  # re-exported: the UI and API plot through this module
 
-RESEARCH_ROLES: tuple[str, ...] = ("researcher", "curator", "admin")
 #: Score columns a distribution can be drawn of, with their range.
 METRIC_RANGES: dict[str, tuple[float, float]] = {
     **dict.fromkeys(("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S"), (0.0, 1.0)),
@@ -60,11 +65,6 @@ METRIC_RANGES: dict[str, tuple[float, float]] = {
 
 #: The score columns Table 3 reads: only the rated responses' scores are loaded.
 SAFETY_SCORE_COLUMNS: tuple[str, ...] = ("scenario_id", "model", "variant", "bleu4", "rougeL", "ss")
-
-
-def _check(user: UserPublic | None) -> None:
-    if user is not None:
-        require_role(user, *RESEARCH_ROLES)
 
 
 @dataclass(frozen=True)
@@ -132,10 +132,9 @@ def leaderboard_rows(
     return rows
 
 
-def score_choices(session: Session, *, user: UserPublic | None) -> tuple[list[str], list[str]]:
+def score_choices(session: Session) -> tuple[list[str], list[str]]:
     """The distinct variants and score signatures of the stored scores, each sorted (a leaderboard never mixes
     them). Two DISTINCT queries, not a load of every score: the research page asks on every load."""
-    _check(user)
     scored = select(col(ScoreRow.response_id))
     variants = session.execute(
         select(col(ResponseRow.variant)).where(col(ResponseRow.id).in_(scored)).distinct()
@@ -147,7 +146,6 @@ def score_choices(session: Session, *, user: UserPublic | None) -> tuple[list[st
 def leaderboard(
     session: Session,
     *,
-    user: UserPublic | None,
     variant: str | None = None,
     signature: str | None = None,
     judge: str | None = None,
@@ -159,7 +157,6 @@ def leaderboard(
     ``NotFound`` when the store holds no scores; ``InvalidInput`` when it holds several variants, signatures or judges
     and none was chosen (they never mix; see ``pipeline.leaderboard.select_rows``).
     """
-    _check(user)
     rows = leaderboard_rows(session, variant=variant, columns=LEADERBOARD_SCORE_COLUMNS)
     if rows.empty and variant is not None:  # an unknown variant: select_rows names the ones present
         rows = leaderboard_rows(session, columns=LEADERBOARD_SCORE_COLUMNS)
@@ -178,7 +175,7 @@ def _campaigns(session: Session, workflow_type: str, name: str | None) -> list[C
         if found.workflow_type != workflow_type:
             raise InvalidInput(f"campaign: {name!r} is a {found.workflow_type} campaign, not {workflow_type}")
         return [found]
-    query = select(Campaign).where(Campaign.workflow_type == workflow_type).order_by(Campaign.id)
+    query = select(Campaign).where(col(Campaign.workflow_type) == workflow_type).order_by(col(Campaign.id))
     return list(session.execute(query).scalars())
 
 
@@ -194,13 +191,10 @@ def _rated(session: Session, campaign: Campaign) -> tuple[pd.DataFrame, MeanRule
     return complete, rule
 
 
-def sap_table(
-    session: Session, *, user: UserPublic | None, campaign: str | None = None, by_model: bool = False
-) -> pd.DataFrame:
+def sap_table(session: Session, *, campaign: str | None = None, by_model: bool = False) -> pd.DataFrame:
     """Paper Table 3 over the ``sap_safety`` campaigns (or one): per variant (or model × variant), mean safety,
     violation rate by majority per response, and BLEU-4 / ROUGE-L / SS ×100 of the same responses; complete items
     only, as ``h2h aggregate`` counts them (``studio.results.tables.safety_ratings`` and ``table3``)."""
-    _check(user)
     frames, scores = [], []
     for found in _campaigns(session, "sap_safety", campaign):
         answers, rule = _rated(session, found)
@@ -211,16 +205,26 @@ def sap_table(
     return table3(pd.concat(frames, ignore_index=True), pd.concat(scores, ignore_index=True), by_model=by_model)
 
 
-def instruction_table(session: Session, *, user: UserPublic | None, campaign: str | None = None) -> pd.DataFrame:
+def instruction_table(session: Session, *, campaign: str | None = None) -> pd.DataFrame:
     """Paper Fig. 7 as a table over the ``instruction_following`` campaigns (or one): model × kind mean rating;
     complete items only, as ``h2h aggregate`` counts them (``studio.results.tables.instruction_ratings``)."""
-    _check(user)
     frames = [
         instruction_ratings(*_rated(session, found)) for found in _campaigns(session, "instruction_following", campaign)
     ]
     if not frames or all(frame.empty for frame in frames):
         raise NotFound("campaign: no instruction_following answers yet")
     return instruction_following_table(pd.concat(frames, ignore_index=True)).reset_index()
+
+
+#: The levels of measurement agreement statistics take, by name (a schema names them as text).
+_LEVELS: dict[str, Level] = {"nominal": "nominal", "ordinal": "ordinal", "interval": "interval", "ratio": "ratio"}
+
+
+def _level(name: str) -> Level:
+    """The level of measurement called ``name`` (``InvalidInput`` for an unknown one)."""
+    if name not in _LEVELS:
+        raise InvalidInput(f"level: {name!r} is not one of {', '.join(_LEVELS)}")
+    return _LEVELS[name]
 
 
 @dataclass(frozen=True)
@@ -232,18 +236,16 @@ class AgreementView:
     gold: pd.DataFrame = field(default_factory=pd.DataFrame)
 
 
-def agreement(
-    session: Session, *, user: UserPublic | None, campaign: str, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-) -> AgreementView:
+def agreement(session: Session, *, campaign: str, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> AgreementView:
     """Krippendorff's α (bootstrap CI), Fleiss' κ, percent agreement and item counts per question at the level its
     schema gives it (see :func:`studio.results.store_views.question_levels`); each annotator's agreement with the
     others' majority per question; accuracy on gold items."""
-    _check(user)
     found = get_campaign(session, campaign)
     schema = campaign_schema(found)
     long = answers_by_question(campaign_answers(session, found), schema)
-    levels, orders = question_levels(schema)
-    levels = {question: level for question, level in levels.items() if question in set(long["question"])}
+    named, orders = question_levels(schema)
+    asked = set(long["question"])
+    levels = {question: _level(level) for question, level in named.items() if question in asked}
     if not levels:
         raise NotFound(f"campaign: {campaign!r} has no answers to agree on yet")
     by_question = agreement_by_question(long, levels, resamples=resamples, seed=seed, value_orders=orders)
@@ -251,7 +253,7 @@ def agreement(
     annotators, gold = [], []
     for question, level in levels.items():
         subset = long[long["question"] == question]
-        ratings = code_ratings(subset, level=level, value_order=orders.get(question))  # type: ignore[arg-type]
+        ratings = code_ratings(subset, level=level, value_order=orders.get(question))
         annotators.append(annotator_agreement(ratings).assign(question=question))
         known = gold_values(items, question)
         if known:
@@ -263,9 +265,8 @@ def agreement(
     )
 
 
-def calibration(session: Session, *, user: UserPublic | None) -> tuple[Calibration, pd.DataFrame]:
+def calibration(session: Session) -> tuple[Calibration, pd.DataFrame]:
     """Judge vs human on adjudicated items (both J_judge and J_human present): the statistics and the rows."""
-    _check(user)
     both = score_frame(
         session,
         columns=("scenario_id", "model", "variant", "subtask", "J_judge", "J_human"),
@@ -274,10 +275,9 @@ def calibration(session: Session, *, user: UserPublic | None) -> tuple[Calibrati
     return judge_human_calibration(both), both
 
 
-def progress(session: Session, *, user: UserPublic | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+def progress(session: Session) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Progress per campaign (answers, items, complete items) and per annotator per campaign (answers, median
     seconds per item — the client's report, else the server's measure — and the last answer's time)."""
-    _check(user)
     campaigns = pd.DataFrame(
         [
             {
@@ -287,13 +287,20 @@ def progress(session: Session, *, user: UserPublic | None) -> tuple[pd.DataFrame
                 "people_per_item": s.people_per_item,
                 **s.progress,
             }
-            for s in campaign_summaries(session, user=None, include_closed=True)
+            for s in campaign_summaries(session)
         ]
     )
     query = (
-        select(Campaign.name, User.username, User.role, Answer.seconds_spent, Answer.server_seconds, Answer.created_at)
-        .join(Campaign, Campaign.id == Answer.campaign_id)
-        .join(User, User.id == Answer.user_id)
+        select(
+            col(Campaign.name),
+            col(User.username),
+            col(User.role),
+            col(Answer.seconds_spent),
+            col(Answer.server_seconds),
+            col(Answer.created_at),
+        )
+        .join(Campaign, col(Campaign.id) == col(Answer.campaign_id))
+        .join(User, col(User.id) == col(Answer.user_id))
     )
     answers = pd.DataFrame(
         session.execute(query).all(), columns=["campaign", "annotator", "role", "seconds", "server_seconds", "at"]
@@ -308,10 +315,9 @@ def progress(session: Session, *, user: UserPublic | None) -> tuple[pd.DataFrame
 
 
 def score_distribution(
-    session: Session, *, user: UserPublic | None, metric: str = "S", bins: int = 20, variant: str | None = None
+    session: Session, *, metric: str = "S", bins: int = 20, variant: str | None = None
 ) -> pd.DataFrame:
     """Histogram of one score per model (columns model, bin_left, bin_right, count) over the metric's range."""
-    _check(user)
     if metric not in METRIC_RANGES:
         raise InvalidInput(f"metric: {metric!r} is not one of {', '.join(METRIC_RANGES)}")
     if not 1 <= bins <= 200:
@@ -341,4 +347,5 @@ def score_distribution(
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """A DataFrame as JSON-ready records (NaN → None, numpy scalars → Python, timestamps → ISO 8601)."""
-    return json.loads(frame.to_json(orient="records", force_ascii=False, date_format="iso"))
+    records: list[dict[str, Any]] = json.loads(frame.to_json(orient="records", force_ascii=False, date_format="iso"))
+    return records

@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 
 from sqlalchemy import func, insert, select
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from studio.models import AuditLog, Campaign, Item
 from studio.schemas import load_schemas
@@ -15,12 +15,12 @@ REVIEW_WORKFLOW = "expert_review"
 
 def _review_campaign(session: Session, crowd: Campaign) -> Campaign:
     """An open expert-review campaign (the oldest), or a new ``<crowd>-review`` one of the bundled schema."""
-    query = select(Campaign).where(Campaign.workflow_type == REVIEW_WORKFLOW, Campaign.status == "open")
-    found = session.execute(query.order_by(Campaign.id)).scalars().first()
+    query = select(Campaign).where(col(Campaign.workflow_type) == REVIEW_WORKFLOW, col(Campaign.status) == "open")
+    found: Campaign | None = session.execute(query.order_by(col(Campaign.id))).scalars().first()
     if found is not None:
         return found
     schema = next(s for s in load_schemas().values() if s.type == REVIEW_WORKFLOW)
-    taken = set(session.execute(select(Campaign.name)).scalars())
+    taken = set(session.execute(select(col(Campaign.name))).scalars())
     name, number = f"{crowd.name}-review", 2
     while name in taken:
         name, number = f"{crowd.name}-review-{number}", number + 1
@@ -54,10 +54,10 @@ def open_review_items(session: Session, crowd: Campaign, scenario_ids: list[str]
     """Add the scenarios that are not yet items of the open review campaign (the oldest, or a new
     ``<crowd>-review`` one); return its name and how many were added."""
     review = _review_campaign(session, crowd)
-    present = set(session.execute(select(Item.scenario_id).where(Item.campaign_id == review.id)).scalars())
+    present = set(session.execute(select(col(Item.scenario_id)).where(col(Item.campaign_id) == review.id)).scalars())
     new = [sid for sid in scenario_ids if sid not in present]
     if new:
-        last = session.execute(select(func.max(Item.position)).where(Item.campaign_id == review.id)).scalar()
+        last = session.execute(select(func.max(col(Item.position))).where(col(Item.campaign_id) == review.id)).scalar()
         start = -1 if last is None else int(last)
         session.execute(
             insert(Item),

@@ -1,14 +1,17 @@
-"""Assembles the studio's Gradio UI (mounted at ``/ui`` by :func:`studio.app.create_app`)."""
+"""Assembles the studio's Gradio UI (mounted at ``/ui`` by :func:`studio.web.app.create_app`): the header, the tabs,
+and the page-load handler that fills them for the caller."""
 
 # No `from __future__ import annotations` here: Gradio injects `gr.Request` only when it can resolve
 # a handler's annotations, and `gradio` is imported inside functions (it is heavy).
 import logging
+from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import Engine
-
 from studio.schemas import WorkflowSchema, load_schemas
+from studio.ui.calls import OpenContext
 from studio.ui.render import CHAT_CSS, escape_text
+from studio.ui.shown import form_key
+from studio.usecases.annotate import AnswerLimits
 
 logger = logging.getLogger(__name__)
 
@@ -49,44 +52,35 @@ document.addEventListener('keydown', function (event) {
 """
 
 
-def form_schemas(engine: Engine, directory: Any = None) -> dict[str, WorkflowSchema]:
-    """The workflows to build forms for, by form key: the bundled YAML files and every campaign's snapshot.
+def form_schemas(snapshots: Iterable[Mapping[str, Any]] = (), directory: Any = None) -> dict[str, WorkflowSchema]:
+    """The workflows to build forms for, by form key: the bundled YAML files and every campaign's ``snapshots``.
 
-    A campaign validates answers against the schema it was created with, so its form is built from
-    that snapshot; campaigns of one schema name created from different versions of the file get one
-    form each (``studio.ui.flow.form_key``), equal schemas share one.
+    A campaign validates answers against the schema it was created with, so its form is built from that snapshot;
+    campaigns of one schema name created from different versions of the file get one form each
+    (:func:`studio.ui.shown.form_key`), equal schemas share one.
     """
-    from sqlmodel import select
-
-    from studio.db import read_session
-    from studio.models import Campaign
-    from studio.ui.flow import form_key
-
     schemas = list(load_schemas(directory).values())
-    with read_session(engine) as session:
-        for campaign in session.exec(select(Campaign).order_by(Campaign.id)).all():
-            if campaign.schema_snapshot:
-                schemas.append(WorkflowSchema.model_validate(campaign.schema_snapshot))
+    schemas += [WorkflowSchema.model_validate(snapshot) for snapshot in snapshots]
     return {form_key(schema): schema for schema in schemas}
 
 
-def build_ui(engine: Engine, *, schemas: dict[str, WorkflowSchema] | None = None, limits: Any = None) -> Any:
+def build_ui(
+    *, open_context: OpenContext, schemas: dict[str, WorkflowSchema], limits: AnswerLimits | None = None
+) -> Any:
     """Return the studio's ``gr.Blocks``: a header (who is signed in, sign out), the Annotate tab, and the Curate
-    (curators, admins) and Research (researchers, curators, admins) tabs, shown only to those roles.
+    (curators, admins) and Research (researchers, curators, admins) tabs, shown only to those allowed.
 
-    Hiding a tab is for people; every handler behind the tabs checks the caller's role again on each call.
-    ``schemas`` defaults to :func:`form_schemas`; ``limits`` (a :class:`studio.ui.flow.QueueLimits`)
-    to the services' defaults.
+    Hiding a tab is for people; every handler behind the tabs runs use cases that authorise the caller again on
+    each call. ``open_context`` gives each event's caller context (see :mod:`studio.ui.calls`).
     """
     import gradio as gr
 
     from studio.ui.annotate import AnnotateTab
     from studio.ui.curate import CurateTab
-    from studio.ui.flow import DEFAULT_LIMITS
     from studio.ui.research import ResearchTab
 
-    annotate = AnnotateTab(engine, schemas if schemas is not None else form_schemas(engine), limits or DEFAULT_LIMITS)
-    curate, research = CurateTab(engine), ResearchTab(engine)
+    annotate = AnnotateTab(open_context, schemas, limits)
+    curate, research = CurateTab(open_context), ResearchTab(open_context)
     with gr.Blocks(title="H2HTalk Studio") as blocks:
         with gr.Row(elem_id="h2h-header"):
             gr.Markdown("## H2HTalk Studio")
@@ -99,49 +93,51 @@ def build_ui(engine: Engine, *, schemas: dict[str, WorkflowSchema] | None = None
             with gr.Tab("Research", elem_id="h2h-tab-research", visible=False) as research_tab:
                 research.build()
         outputs = [who, annotate.campaign, curate_tab, research_tab, *curate.load_outputs(), *research.load_outputs()]
-        blocks.load(_page_loader(engine, annotate, curate, research), outputs=outputs, api_visibility="private")
+        blocks.load(_page_loader(open_context, annotate, curate, research), outputs=outputs, api_visibility="private")
     return blocks
 
 
-def _page_loader(engine: Engine, annotate: Any, curate: Any, research: Any) -> Any:
-    """The page-load handler: greet the caller, fill the campaign picker, show the tabs their role may use."""
+def greeting_html(username: str, role: str) -> str:
+    """Who is signed in (escaped), and the sign-out button (a POST form)."""
+    return (
+        f'Signed in as <b id="h2h-username">{escape_text(username)}</b> ({escape_text(role)}) · '
+        '<form method="post" action="/logout" style="display:inline">'
+        '<button type="submit" id="h2h-logout">Sign out</button></form>'
+    )
+
+
+def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research: Any) -> Any:
+    """The page-load handler: greet the caller, fill the campaign picker, show the tabs they may use — in one
+    read session."""
     import gradio as gr
 
-    from studio.app import token_from_request
+    from studio.policies import CurationPolicy, ResultsPolicy, is_allowed
     from studio.services.errors import ServiceError
-    from studio.ui.curate_flow import CURATE_ROLES
-    from studio.ui.flow import campaign_choices, current_user
-    from studio.ui.research_flow import RESEARCH_ROLES
 
-    hidden = [gr.skip()] * (len(curate.load_outputs()) + len(research.load_outputs()))
+    def skipped(tab: Any) -> list[Any]:
+        return [gr.skip()] * len(tab.load_outputs())
 
     def on_load(request: gr.Request) -> list[Any]:
-        token = token_from_request(request)
         try:
-            user = current_user(engine, token)
+            with open_context(request).reading() as (session, caller):
+                curating = is_allowed(caller, CurationPolicy.decide())
+                researching = is_allowed(caller, ResultsPolicy.read())
+                return [
+                    greeting_html(caller.username, caller.role),
+                    annotate.campaign_picker(session, caller),
+                    gr.Tab(visible=curating),
+                    gr.Tab(visible=researching),
+                    *(curate.load_values(session, caller) if curating else skipped(curate)),
+                    *(research.load_values(session, caller) if researching else skipped(research)),
+                ]
         except ServiceError:
             return [
                 '<a href="/login">Sign in</a>',
                 gr.Dropdown(choices=[], value=None),
                 gr.Tab(visible=False),
                 gr.Tab(visible=False),
-                *hidden,
+                *skipped(curate),
+                *skipped(research),
             ]
-        greeting = (
-            f'Signed in as <b id="h2h-username">{escape_text(user.username)}</b> ({escape_text(user.role)}) · '
-            '<form method="post" action="/logout" style="display:inline">'
-            '<button type="submit" id="h2h-logout">Sign out</button></form>'
-        )
-        curating, researching = user.role in CURATE_ROLES, user.role in RESEARCH_ROLES
-        curate_values = curate.load_values(token) if curating else [gr.skip()] * len(curate.load_outputs())
-        research_values = research.load_values(token) if researching else [gr.skip()] * len(research.load_outputs())
-        return [
-            greeting,
-            gr.Dropdown(choices=campaign_choices(engine, token), value=None),
-            gr.Tab(visible=curating),
-            gr.Tab(visible=researching),
-            *curate_values,
-            *research_values,
-        ]
 
     return on_load

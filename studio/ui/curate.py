@@ -1,72 +1,35 @@
-"""The Curate tab (curators and admins; researchers may read): Gradio wiring only, the logic lives in
-:mod:`studio.ui.curate_flow`.
+"""The Curate tab (curators and admins; researchers may read): layout, wiring, and results turned into values.
 
-Every handler takes ``gr.Request``, re-resolves the caller from the session token and goes through the flow,
-which checks the role on every call; a refused call raises ``gr.Error`` (the event fails, nothing is sent).
-Tables are ``gr.Dataframe`` with ``datatype="str"``, which Gradio renders as text nodes (never HTML or
-Markdown); the scenario itself is HTML escaped by :mod:`studio.ui.render`.
+Every handler takes ``gr.Request``, opens the caller's context once (one session per event) and calls
+``studio.usecases.curate``, which authorises the caller on every call; a refused call raises ``gr.Error`` (the
+event fails, nothing is sent). Tables are ``gr.Dataframe`` with ``datatype="str"``, which Gradio renders as text
+nodes (never HTML or Markdown); the scenario itself is HTML escaped by :mod:`studio.ui.render`.
 """
 
 # No `from __future__ import annotations` here: Gradio injects `gr.Request` only when it can resolve
 # a handler's annotations, and `gradio` is imported inside functions (it is heavy).
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine
 
 from pipeline.records import SUBTASKS
-from studio.ui import curate_flow as flow
+from studio.models.curation import STATUSES
+from studio.ui import curate_views as views
+from studio.ui import tables
+from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors, writing
+from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, version_file
 from studio.ui.render import render_message
+from studio.ui.tables import table
+from studio.usecases import curate
 
-STATUS_CHOICES: list[str] = ["pending", "in_review", "accepted", "needs_revision", "rejected"]
 TRISTATE: list[tuple[str, str]] = [("any", ""), ("yes", "yes"), ("no", "no")]
-
-
-def _token(request: Any) -> str | None:
-    from studio.app import token_from_request
-
-    return token_from_request(request)
-
-
-@contextmanager
-def refused_as_gradio_errors() -> Iterator[None]:
-    """Turn a service's refusal or complaint into ``gr.Error`` (its text is written for people and is safe)."""
-    import gradio as gr
-
-    from studio.services.errors import ServiceError
-
-    try:
-        yield
-    except ServiceError as error:
-        raise gr.Error(str(error), duration=10, print_exception=False) from None
-
-
-def tristate(value: str | None) -> bool | None:
-    """The value of an any / yes / no filter."""
-    return {"yes": True, "no": False}.get(value or "")
-
-
-def table(label: str, elem_id: str, columns: list[str] | None = None) -> Any:
-    """A read-only table whose cells are shown as plain text (``columns``: the headers shown while empty)."""
-    import gradio as gr
-
-    return gr.Dataframe(
-        pd.DataFrame(columns=columns or [""]),
-        label=label,
-        elem_id=elem_id,
-        interactive=False,
-        datatype="str",
-        max_height=600,
-    )
 
 
 class CurateTab:
     """The components of the Curate tab and the handlers that fill them."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, open_context: OpenContext) -> None:
+        self.open_context = open_context
 
     def build(self) -> None:
         """Create the tab's components inside the current ``gr.Blocks`` and wire their events."""
@@ -84,7 +47,7 @@ class CurateTab:
                 self._build_aggregation()
             with gr.Tab("Audit log", elem_id="h2h-curate-audit"):
                 self.audit_refresh = gr.Button("Show the latest entries", elem_id="h2h-audit-refresh")
-                self.audit = table("Audit log (newest first)", "h2h-audit", flow.AUDIT_COLUMNS)
+                self.audit = table("Audit log (newest first)", "h2h-audit", tables.AUDIT_COLUMNS)
         self._wire()
 
     def _build_scenarios(self) -> None:
@@ -95,7 +58,7 @@ class CurateTab:
                 [("any", ""), *[(s, s) for s in SUBTASKS]], value="", label="Subtask", elem_id="h2h-filter-subtask"
             )
             self.status = gr.Dropdown(
-                [("any", ""), *[(s, s) for s in STATUS_CHOICES]], value="", label="Status", elem_id="h2h-filter-status"
+                [("any", ""), *[(s, s) for s in STATUSES]], value="", label="Status", elem_id="h2h-filter-status"
             )
             self.agreement_below = gr.Textbox(
                 label="Agreement below (0–1, empty: any)", value="", elem_id="h2h-filter-agreement"
@@ -108,7 +71,7 @@ class CurateTab:
             self.previous = gr.Button("◀ Previous", elem_id="h2h-previous")
             self.next = gr.Button("Next ▶", elem_id="h2h-next")
         self.summary = gr.Markdown(elem_id="h2h-browse-summary")
-        self.scenarios = table("Scenarios (select a row to open it)", "h2h-scenarios", flow.SCENARIO_COLUMNS)
+        self.scenarios = table("Scenarios (select a row to open it)", "h2h-scenarios", tables.SCENARIO_COLUMNS)
 
     def _build_detail(self) -> None:
         import gradio as gr
@@ -121,10 +84,10 @@ class CurateTab:
             self.persona = gr.HTML(elem_id="h2h-detail-persona", js_on_load=None)
         self.item = gr.HTML(elem_id="h2h-detail-item", js_on_load=None)
         with gr.Row():
-            self.tallies = table("Votes per question (with percent agreement)", "h2h-tallies", flow.TALLY_COLUMNS)
-            self.comments = table("Comments", "h2h-comments", flow.COMMENT_COLUMNS)
-        self.scores = table("Automatic and judge scores of its responses", "h2h-detail-scores", flow.SCORE_COLUMNS)
-        self.scenario_audit = table("This scenario's audit log", "h2h-detail-audit", flow.AUDIT_COLUMNS)
+            self.tallies = table("Votes per question (with percent agreement)", "h2h-tallies", tables.TALLY_COLUMNS)
+            self.comments = table("Comments", "h2h-comments", tables.COMMENT_COLUMNS)
+        self.scores = table("Automatic and judge scores of its responses", "h2h-detail-scores", tables.SCORE_COLUMNS)
+        self.scenario_audit = table("This scenario's audit log", "h2h-detail-audit", tables.AUDIT_COLUMNS)
         with gr.Group():
             self.action = gr.Radio(
                 [("Accept", "accept"), ("Edit", "edit"), ("Reject", "reject")],
@@ -154,7 +117,9 @@ class CurateTab:
             self.response_page = gr.Number(label="Page", value=1, precision=0, minimum=1, elem_id="h2h-response-page")
             self.response_search = gr.Button("Search", variant="primary", elem_id="h2h-response-search")
         self.response_summary = gr.Markdown(elem_id="h2h-response-summary")
-        self.responses = table("Responses (select a row to open its scenario)", "h2h-responses", flow.RESPONSE_COLUMNS)
+        self.responses = table(
+            "Responses (select a row to open its scenario)", "h2h-responses", tables.RESPONSE_COLUMNS
+        )
 
     def _build_versions(self) -> None:
         import gradio as gr
@@ -165,11 +130,11 @@ class CurateTab:
             self.publish = gr.Button("Publish accepted scenarios", variant="primary", elem_id="h2h-publish")
         self.publish_message = gr.HTML(elem_id="h2h-publish-message", js_on_load=None)
         self.versions_refresh = gr.Button("Refresh the list", elem_id="h2h-versions-refresh")
-        self.versions = table("Published versions (newest first)", "h2h-versions", flow.VERSION_COLUMNS)
+        self.versions = table("Published versions (newest first)", "h2h-versions", tables.VERSION_COLUMNS)
         with gr.Row():
             self.download_version = gr.Dropdown([], label="Version", elem_id="h2h-download-version")
             self.download_format = gr.Radio(
-                list(flow.DOWNLOAD_FORMATS), value="csv", label="Format", elem_id="h2h-download-format"
+                list(DOWNLOAD_FORMATS), value="csv", label="Format", elem_id="h2h-download-format"
             )
             self.prepare = gr.Button("Prepare download", elem_id="h2h-prepare-download")
         self.download = gr.File(label="Download", interactive=False, height=90, elem_id="h2h-version-file")
@@ -183,13 +148,16 @@ class CurateTab:
         self.aggregation = table("What aggregation found and changed", "h2h-aggregation")
 
     def _wire(self) -> None:
-        private = {"api_visibility": "private"}
-        filters = [self.subtask, self.status, self.agreement_below, self.disagreement, self.page_size]
-        browse_outputs = [self.scenarios, self.summary, self.page]
-        self.search.click(self._browse(0, reset=True), inputs=[*filters, self.page], outputs=browse_outputs, **private)
-        self.previous.click(self._browse(-1), inputs=[*filters, self.page], outputs=browse_outputs, **private)
-        self.next.click(self._browse(1), inputs=[*filters, self.page], outputs=browse_outputs, **private)
-        detail_outputs = [
+        self._wire_scenarios()
+        self._wire_versions()
+
+    def _wire_scenarios(self) -> None:
+        filters = [self.subtask, self.status, self.agreement_below, self.disagreement, self.page_size, self.page]
+        listing = [self.scenarios, self.summary, self.page]
+        self.search.click(self._browse(0, reset=True), inputs=filters, outputs=listing, api_visibility="private")
+        self.previous.click(self._browse(-1), inputs=filters, outputs=listing, api_visibility="private")
+        self.next.click(self._browse(1), inputs=filters, outputs=listing, api_visibility="private")
+        detail = [
             self.scenario_id,
             self.detail_status,
             self.persona,
@@ -199,47 +167,49 @@ class CurateTab:
             self.scores,
             self.scenario_audit,
         ]
-        self.scenarios.select(self._on_select(), outputs=[*detail_outputs, self.tabs], **private)
-        self.responses.select(self._on_select(), outputs=[*detail_outputs, self.tabs], **private)
-        self.open.click(self._on_open(), inputs=[self.scenario_id], outputs=detail_outputs, **private)
+        for table_of_rows in (self.scenarios, self.responses):
+            table_of_rows.select(self._on_select(), outputs=[*detail, self.tabs], api_visibility="private")
+        self.open.click(self._on_open(), inputs=[self.scenario_id], outputs=detail, api_visibility="private")
         decided = self.decide.click(
             self._on_decide(),
             inputs=[self.scenario_id, self.action, self.reason, self.edits],
             outputs=[self.decision_message, self.reason],
             trigger_mode="once",
-            **private,
+            api_visibility="private",
         )
-        decided.success(self._on_open(), inputs=[self.scenario_id], outputs=detail_outputs, **private)
+        decided.success(self._on_open(), inputs=[self.scenario_id], outputs=detail, api_visibility="private")
         self.response_search.click(
             self._on_responses(),
             inputs=[self.response_subtask, self.flagged, self.adjudicated, self.response_page],
             outputs=[self.responses, self.response_summary],
-            **private,
+            api_visibility="private",
         )
-        version_outputs = [self.versions, self.download_version]
+
+    def _wire_versions(self) -> None:
+        listing = [self.versions, self.download_version]
         published = self.publish.click(
             self._on_publish(),
             inputs=[self.version_name, self.version_note],
             outputs=[self.publish_message],
             trigger_mode="once",
-            **private,
+            api_visibility="private",
         )
-        published.success(self._on_versions(), outputs=version_outputs, **private)
-        self.versions_refresh.click(self._on_versions(), outputs=version_outputs, **private)
+        published.success(self._on_versions(), outputs=listing, api_visibility="private")
+        self.versions_refresh.click(self._on_versions(), outputs=listing, api_visibility="private")
         self.prepare.click(
             self._on_download(),
             inputs=[self.download_version, self.download_format],
             outputs=[self.download],
-            **private,
+            api_visibility="private",
         )
         self.aggregate.click(
             self._on_aggregate(),
             inputs=[self.aggregate_campaign],
             outputs=[self.aggregation],
             trigger_mode="once",
-            **private,
+            api_visibility="private",
         )
-        self.audit_refresh.click(self._on_audit(), outputs=[self.audit], **private)
+        self.audit_refresh.click(self._on_audit(), outputs=[self.audit], api_visibility="private")
 
     def _browse(self, step: int, *, reset: bool = False) -> Any:
         import gradio as gr
@@ -254,27 +224,27 @@ class CurateTab:
             request: gr.Request,
         ) -> list[Any]:
             wanted = 1 if reset else max(1, int(page or 1) + step)
-            with refused_as_gradio_errors():
-                found = flow.browse_scenarios(
-                    self.engine,
-                    _token(request),
+            with reading(self.open_context, request) as (session, caller):
+                found = curate.browse_scenarios(
+                    session,
+                    caller=caller,
                     subtask=subtask,
                     status=status,
                     agreement_below=agreement_below,
-                    disagreement=tristate(disagreement),
+                    disagreement=disagreement,
                     page=wanted,
-                    page_size=int(page_size or 25),
+                    page_size=page_size or 25,
                 )
-            return [found.frame, found.summary, found.page]
+            shown = tables.table_page(found, tables.SCENARIO_COLUMNS)
+            return [shown.frame, shown.summary, shown.page]
 
         return on_browse
 
-    def _detail_values(self, token: str | None, scenario_id: str | None) -> list[Any]:
-        from studio.services.errors import InvalidInput
-
-        if not scenario_id or not scenario_id.strip():
-            raise InvalidInput("scenario_id: type or select a scenario")
-        view = flow.scenario_view(self.engine, token, scenario_id.strip())
+    def _detail_values(self, session: Any, caller: Any, scenario_id: str | None) -> list[Any]:
+        detail = curate.scenario_detail(session, caller=caller, scenario_id=scenario_id or "")
+        shown_id = str(detail["scenario"]["id"])
+        audit = curate.audit_entries(session, caller=caller, scenario_id=shown_id)
+        view = views.scenario_view(shown_id, detail, audit)
         return [
             view.scenario_id,
             view.status_html,
@@ -292,8 +262,8 @@ class CurateTab:
         def on_select(event: gr.SelectData, request: gr.Request) -> list[Any]:
             # Both listings start with the scenario's id; opening it shows the Scenarios tab.
             row = event.row_value or []
-            with refused_as_gradio_errors():
-                values = self._detail_values(_token(request), str(row[0]) if row else None)
+            with reading(self.open_context, request) as (session, caller):
+                values = self._detail_values(session, caller, str(row[0]) if row else None)
             return [*values, gr.Tabs(selected="scenarios")]
 
         return on_select
@@ -302,8 +272,8 @@ class CurateTab:
         import gradio as gr
 
         def on_open(scenario_id: str | None, request: gr.Request) -> list[Any]:
-            with refused_as_gradio_errors():
-                return self._detail_values(_token(request), scenario_id)
+            with reading(self.open_context, request) as (session, caller):
+                return self._detail_values(session, caller, scenario_id)
 
         return on_open
 
@@ -313,8 +283,11 @@ class CurateTab:
         def on_decide(
             scenario_id: str | None, action: str, reason: str | None, edits: str | None, request: gr.Request
         ) -> list[Any]:
-            with refused_as_gradio_errors():
-                message = flow.decide(self.engine, _token(request), (scenario_id or "").strip(), action, reason, edits)
+            with writing(self.open_context, request) as (session, caller):
+                status = curate.decide(
+                    session, caller=caller, scenario_id=scenario_id or "", action=action, reason=reason, edits=edits
+                )
+            message = views.decision_message((scenario_id or "").strip(), action, status)
             return [render_message(message, kind="done"), ""]
 
         return on_decide
@@ -325,16 +298,18 @@ class CurateTab:
         def on_responses(
             subtask: str | None, flagged: str | None, adjudicated: str | None, page: float | None, request: gr.Request
         ) -> list[Any]:
-            with refused_as_gradio_errors():
-                found = flow.browse_responses(
-                    self.engine,
-                    _token(request),
+            with reading(self.open_context, request) as (session, caller):
+                found = curate.browse_responses(
+                    session,
+                    caller=caller,
                     subtask=subtask,
-                    flagged=tristate(flagged),
-                    adjudicated=tristate(adjudicated),
+                    flagged=flagged,
+                    adjudicated=adjudicated,
                     page=max(1, int(page or 1)),
+                    page_size=25,
                 )
-            return [found.frame, found.summary]
+            shown = tables.table_page(found, tables.RESPONSE_COLUMNS)
+            return [shown.frame, shown.summary]
 
         return on_responses
 
@@ -342,19 +317,25 @@ class CurateTab:
         import gradio as gr
 
         def on_publish(name: str | None, note: str | None, request: gr.Request) -> str:
-            with refused_as_gradio_errors():
-                return render_message(flow.publish(self.engine, _token(request), name, note), kind="done")
+            with writing(self.open_context, request) as (session, caller):
+                version, created = curate.publish(session, caller=caller, name=name, note=note)
+            return render_message(views.publish_message(version, created), kind="done")
 
         return on_publish
+
+    def _versions_values(self, session: Any, caller: Any) -> list[Any]:
+        import gradio as gr
+
+        versions = views.versions_frame(curate.dataset_versions(session, caller=caller))
+        names = versions["name"].tolist()
+        return [versions, gr.Dropdown(choices=names, value=names[0] if names else None)]
 
     def _on_versions(self) -> Any:
         import gradio as gr
 
         def on_versions(request: gr.Request) -> list[Any]:
-            with refused_as_gradio_errors():
-                versions = flow.dataset_versions(self.engine, _token(request))
-            names = versions["name"].tolist()
-            return [versions, gr.Dropdown(choices=names, value=names[0] if names else None)]
+            with reading(self.open_context, request) as (session, caller):
+                return self._versions_values(session, caller)
 
         return on_versions
 
@@ -362,9 +343,11 @@ class CurateTab:
         import gradio as gr
 
         def on_download(version: str | None, fmt: str, request: gr.Request) -> str:
-            # A fresh private directory per request; the file name is built by the flow, never sent by the client.
+            with reading(self.open_context, request) as (session, caller):
+                records = curate.dataset_version_records(session, caller=caller, version=version)
+            # A fresh private directory per request; the file name is built here, never sent by the client.
             with refused_as_gradio_errors():
-                return str(flow.download_version(self.engine, _token(request), version, fmt, flow.new_download_dir()))
+                return str(version_file(records, str(version), fmt, new_download_dir()))
 
         return on_download
 
@@ -372,8 +355,13 @@ class CurateTab:
         import gradio as gr
 
         def on_aggregate(campaign: str | None, request: gr.Request) -> pd.DataFrame:
+            context = self.open_context(request)
             with refused_as_gradio_errors():
-                return flow.run_aggregation(self.engine, _token(request), campaign)
+                with context.reading() as (session, caller):  # the long read, off the write lock
+                    answers = curate.answers_to_aggregate(session, caller=caller, campaign=campaign)
+                with context.writing() as (session, caller):
+                    summaries = curate.write_aggregation(session, caller=caller, campaign=campaign, answers=answers)
+            return views.aggregation_frame(summaries)
 
         return on_aggregate
 
@@ -381,23 +369,21 @@ class CurateTab:
         import gradio as gr
 
         def on_audit(request: gr.Request) -> pd.DataFrame:
-            with refused_as_gradio_errors():
-                return flow.audit_log(self.engine, _token(request))
+            with reading(self.open_context, request) as (session, caller):
+                return views.audit_frame(curate.audit_entries(session, caller=caller))
 
         return on_audit
 
-    def load_values(self, token: str | None) -> list[Any]:
-        """Values for the tab's choices when the page loads (versions and campaigns); the caller checked the role."""
+    def load_values(self, session: Any, caller: Any) -> list[Any]:
+        """Values for the tab's choices when the page loads (versions and campaigns), in the loader's session."""
         import gradio as gr
 
-        versions = flow.dataset_versions(self.engine, token)
-        names = versions["name"].tolist()
+        from studio.usecases import annotate
+
+        names = [campaign.name for campaign in annotate.visible_campaigns(session, caller=caller, include_closed=True)]
         return [
-            versions,
-            gr.Dropdown(choices=names, value=names[0] if names else None),
-            gr.Dropdown(
-                choices=[("all campaigns", ""), *[(n, n) for n in flow.campaign_names(self.engine, token)]], value=""
-            ),
+            *self._versions_values(session, caller),
+            gr.Dropdown(choices=[("all campaigns", ""), *[(name, name) for name in names]], value=""),
         ]
 
     def load_outputs(self) -> list[Any]:

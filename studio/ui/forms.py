@@ -59,8 +59,9 @@ def build_component(question: Question, *, elem_id: str) -> Any:
         return gr.CheckboxGroup(choices=choices, label=label, elem_id=elem_id)
     if isinstance(question, NumberRange):
         step = question.step or 1
-        bounds = {"minimum": question.min, "maximum": question.max, "step": step}
-        return gr.Number(label=label, value=None, elem_id=elem_id, **bounds)
+        return gr.Number(
+            label=label, value=None, elem_id=elem_id, minimum=question.min, maximum=question.max, step=step
+        )
     if isinstance(question, FreeText):
         return gr.Textbox(label=label, lines=2, max_length=question.max_length, elem_id=elem_id)
     raise TypeError(f"no form component for question type {type(question).__name__}")

@@ -1,10 +1,10 @@
-"""The Research tab (researchers, curators and admins): Gradio wiring only, the logic lives in
-:mod:`studio.ui.research_flow`.
+"""The Research tab (researchers, curators and admins): layout, wiring, and results turned into values.
 
 Each section has a button that computes its table (and figure) and a download of that table in CSV, JSONL or
-Parquet. Every handler takes ``gr.Request`` and goes through the flow, which re-resolves the caller and checks
-the role on every call; downloads are written to a fresh directory per request under a name the server builds.
-Tables are ``gr.Dataframe`` with ``datatype="str"`` (text nodes, never HTML), so model names stay inert.
+Parquet. Every handler takes ``gr.Request``, opens the caller's context once (one read session per event) and calls
+``studio.usecases.research``, which authorises the caller on every call; downloads and figures are written to a
+fresh directory per request under a name the server builds. Tables are ``gr.Dataframe`` with ``datatype="str"``
+(text nodes, never HTML), so model names stay inert.
 """
 
 # No `from __future__ import annotations` here: Gradio injects `gr.Request` only when it can resolve
@@ -12,25 +12,35 @@ Tables are ``gr.Dataframe`` with ``datatype="str"`` (text nodes, never HTML), so
 from collections.abc import Callable
 from typing import Any
 
-from sqlalchemy import Engine
+from studio.results.defaults import DEFAULT_RESAMPLES
+from studio.services.research import METRIC_RANGES, LeaderboardView
+from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
+from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, table_file
+from studio.ui.tables import display_frame, table
+from studio.usecases import research
 
-from studio.services.research import METRIC_RANGES
-from studio.ui import research_flow as flow
-from studio.ui.curate import refused_as_gradio_errors, table
-from studio.ui.curate_flow import DOWNLOAD_FORMATS, display_frame, new_download_dir
+#: A handler's computation: (session, caller, the page's choices) -> the values of its outputs.
+Compute = Callable[[Any, Any, dict[str, Any]], list[Any]]
 
 
-def _token(request: Any) -> str | None:
-    from studio.app import token_from_request
+def leaderboard_caption(view: LeaderboardView) -> str:
+    """E.g. "3 item(s) pending adjudication (model-a: 2, model-b: 1); 4 adjudicated."."""
+    pending = sum(view.pending.values())
+    detail = ", ".join(f"{model}: {count}" for model, count in sorted(view.pending.items()))
+    caption = f"{pending} item(s) pending adjudication" + (f" ({detail})" if detail else "")
+    return caption + f"; {view.adjudicated} adjudicated."
 
-    return token_from_request(request)
+
+def leaderboard_table(view: LeaderboardView) -> Any:
+    """Table 2 with the model as a column (the page's table has no index)."""
+    return view.table.reset_index() if view.table.index.name else view.table
 
 
 class ResearchTab:
     """The components of the Research tab and the handlers that fill them."""
 
-    def __init__(self, engine: Engine) -> None:
-        self.engine = engine
+    def __init__(self, open_context: OpenContext) -> None:
+        self.open_context = open_context
         self.downloads: dict[str, tuple[Any, Any, Any]] = {}
 
     def build(self) -> None:
@@ -112,77 +122,93 @@ class ResearchTab:
         return [self.variant, self.signature, self.campaign, self.by_model, self.metric, self.bins]
 
     def _wire(self) -> None:
-        private = {"api_visibility": "private"}
         params = self._params()
         self.leaderboard_button.click(
             self._on_leaderboard(),
             inputs=[self.variant, self.signature],
             outputs=[self.leaderboard, self.leaderboard_caption],
-            **private,
+            api_visibility="private",
         )
         self.safety_button.click(
-            self._handler(
-                lambda token, values: [
-                    display_frame(flow.safety_table(self.engine, token, by_model=bool(values["by_model"])))
-                ]
-            ),
-            inputs=params,
-            outputs=[self.safety],
-            **private,
+            self._handler(self._safety), inputs=params, outputs=[self.safety], api_visibility="private"
         )
         self.instruction_button.click(
             self._handler(self._instruction),
             inputs=params,
             outputs=[self.instruction, self.instruction_plot],
-            **private,
+            api_visibility="private",
         )
         self.agreement_button.click(
-            self._handler(
-                lambda token, values: [
-                    display_frame(frame) for frame in flow.agreement(self.engine, token, values["campaign"])
-                ]
-            ),
+            self._handler(self._agreement),
             inputs=params,
             outputs=[self.agreement, self.annotators],
-            **private,
+            api_visibility="private",
         )
         self.calibration_button.click(
             self._handler(self._calibration),
             inputs=params,
             outputs=[self.calibration_stats, self.calibration_plot],
-            **private,
+            api_visibility="private",
         )
         self.progress_button.click(
-            self._handler(lambda token, values: [display_frame(frame) for frame in flow.progress(self.engine, token)]),
+            self._handler(self._progress),
             inputs=params,
             outputs=[self.progress_campaigns, self.progress_people],
-            **private,
+            api_visibility="private",
         )
         self.distribution_button.click(
             self._handler(self._distribution),
             inputs=params,
             outputs=[self.distribution_plot, self.distribution],
-            **private,
+            api_visibility="private",
         )
         for name, (fmt, button, file) in self.downloads.items():
-            button.click(self._on_export(name), inputs=[fmt, *params], outputs=[file], **private)
+            button.click(self._on_export(name), inputs=[fmt, *params], outputs=[file], api_visibility="private")
 
-    def _instruction(self, token: str | None, values: dict[str, Any]) -> list[Any]:
-        directory = new_download_dir()
-        frame = flow.instruction_table(self.engine, token)
-        return [display_frame(frame), str(flow.instruction_plot(self.engine, token, directory))]
+    @staticmethod
+    def _safety(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
+        return [display_frame(research.safety_table(session, caller=caller, by_model=bool(values["by_model"])))]
 
-    def _calibration(self, token: str | None, values: dict[str, Any]) -> list[Any]:
-        stats, _rows, plot = flow.calibration(self.engine, token, new_download_dir())
-        return [display_frame(stats), str(plot) if plot else None]
+    @staticmethod
+    def _instruction(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
+        from studio.results.tables import plot_instruction_following
 
-    def _distribution(self, token: str | None, values: dict[str, Any]) -> list[Any]:
-        options = {"metric": values["metric"] or "S", "bins": int(values["bins"] or 20), "variant": values["variant"]}
-        frame = flow.distribution(self.engine, token, **options)
-        return [str(flow.distribution_plot(self.engine, token, new_download_dir(), **options)), display_frame(frame)]
+        frame = research.instruction_table(session, caller=caller)
+        plot = plot_instruction_following(frame.set_index("model"), new_download_dir() / "instruction_following.png")
+        return [display_frame(frame), str(plot)]
 
-    def _handler(self, compute: Callable[[str | None, dict[str, Any]], list[Any]]) -> Any:
-        """Wrap ``compute(token, page values)`` as an event handler over :meth:`_params`."""
+    @staticmethod
+    def _agreement(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
+        view = research.agreement(session, caller=caller, campaign=values["campaign"], resamples=DEFAULT_RESAMPLES)
+        return [display_frame(view.by_question), display_frame(view.annotators)]
+
+    @staticmethod
+    def _calibration(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
+        import pandas as pd
+
+        from studio.results.calibration import plot_calibration
+
+        stats, rows = research.calibration(session, caller=caller)
+        plot = plot_calibration(rows, new_download_dir() / "calibration.png") if len(rows) else None
+        return [display_frame(pd.DataFrame([stats.to_dict()])), str(plot) if plot else None]
+
+    @staticmethod
+    def _progress(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
+        return [display_frame(frame) for frame in research.progress(session, caller=caller)]
+
+    @staticmethod
+    def _distribution(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
+        from studio.results.figures import plot_score_distribution
+
+        metric = values["metric"] or "S"
+        frame = research.score_distribution(
+            session, caller=caller, metric=metric, bins=values["bins"], variant=values["variant"]
+        )
+        plot = plot_score_distribution(frame, new_download_dir() / f"distribution-{metric}.png", metric=metric)
+        return [str(plot), display_frame(frame)]
+
+    def _handler(self, compute: Compute) -> Any:
+        """Wrap ``compute(session, caller, page values)`` as an event handler over :meth:`_params`."""
         import gradio as gr
 
         def on_click(
@@ -194,16 +220,9 @@ class ResearchTab:
             bins: float | None,
             request: gr.Request,
         ) -> list[Any]:
-            values = {
-                "variant": variant or None,
-                "signature": signature or None,
-                "campaign": campaign or None,
-                "by_model": by_model,
-                "metric": metric,
-                "bins": bins,
-            }
-            with refused_as_gradio_errors():
-                return compute(_token(request), values)
+            values = _choices(variant, signature, campaign, by_model, metric, bins)
+            with reading(self.open_context, request) as (session, caller):
+                return compute(session, caller, values)
 
         return on_click
 
@@ -211,9 +230,9 @@ class ResearchTab:
         import gradio as gr
 
         def on_leaderboard(variant: str | None, signature: str | None, request: gr.Request) -> list[Any]:
-            with refused_as_gradio_errors():
-                board = flow.leaderboard(self.engine, _token(request), variant=variant, signature=signature)
-            return [display_frame(board.table), board.caption]
+            with reading(self.open_context, request) as (session, caller):
+                view = research.leaderboard(session, caller=caller, variant=variant, signature=signature)
+            return [display_frame(leaderboard_table(view)), leaderboard_caption(view)]
 
         return on_leaderboard
 
@@ -230,34 +249,50 @@ class ResearchTab:
             bins: float | None,
             request: gr.Request,
         ) -> str:
-            params = {
-                "variant": variant or None,
-                "signature": signature or None,
-                "campaign": campaign or None,
-                "by_model": by_model,
-                "metric": metric,
-                "bins": bins,
-            }
-            # A fresh private directory per request; the file name is built by the flow, never sent by the client.
+            choices = _choices(variant, signature, campaign, by_model, metric, bins)
+            with reading(self.open_context, request) as (session, caller):
+                frame = research.table(session, caller=caller, name=name, resamples=DEFAULT_RESAMPLES, **choices)
+            # A fresh private directory per request; the file name is built here, never sent by the client.
             with refused_as_gradio_errors():
-                return str(flow.export_table(self.engine, _token(request), name, fmt, new_download_dir(), **params))
+                return str(table_file(frame, name, fmt, new_download_dir()))
 
         return on_export
 
-    def load_values(self, token: str | None) -> list[Any]:
-        """Choices for the variant, signature and campaign pickers when the page loads (role checked by the flow)."""
+    def load_values(self, session: Any, caller: Any) -> list[Any]:
+        """Choices for the variant, signature and campaign pickers when the page loads, in the loader's session."""
         import gradio as gr
 
-        from studio.ui.curate_flow import campaign_names
+        from studio.usecases import annotate
 
-        options = flow.score_options(self.engine, token)
-        campaigns = campaign_names(self.engine, token)
+        variants, signatures = research.score_options(session, caller=caller)
+        campaigns = [
+            campaign.name for campaign in annotate.visible_campaigns(session, caller=caller, include_closed=True)
+        ]
         return [
-            gr.Dropdown(choices=options.variants, value=options.variants[0] if options.variants else None),
-            gr.Dropdown(choices=options.signatures, value=options.signatures[0] if options.signatures else None),
+            gr.Dropdown(choices=variants, value=variants[0] if variants else None),
+            gr.Dropdown(choices=signatures, value=signatures[0] if signatures else None),
             gr.Dropdown(choices=campaigns, value=campaigns[0] if campaigns else None),
         ]
 
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""
         return [self.variant, self.signature, self.campaign]
+
+
+def _choices(
+    variant: str | None,
+    signature: str | None,
+    campaign: str | None,
+    by_model: bool,
+    metric: str | None,
+    bins: float | None,
+) -> dict[str, Any]:
+    """The page's current choices, by the names the use cases take."""
+    return {
+        "variant": variant or None,
+        "signature": signature or None,
+        "campaign": campaign or None,
+        "by_model": by_model,
+        "metric": metric,
+        "bins": int(bins or 20),
+    }

@@ -36,8 +36,8 @@ class Studio:
 @pytest.fixture(scope="session")
 def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     """Serve the studio over a freshly built store for the whole browser session."""
-    from studio.app import create_app
     from studio.settings import get_settings
+    from studio.web.app import create_app
 
     store = build_store(Path(tmp_path_factory.mktemp("browser-store")))
     app = create_app(get_settings(database_url=store.database_url))

@@ -10,7 +10,7 @@ site cannot frame it; an annotator calling every Gradio handler outside the Anno
 from the Blocks config, not listed by hand) is refused with nothing stored; the config, the API info
 and the annotate handlers' outputs carry no model name, variant or score; hostile model names and ids
 stay text in tables and dropdowns; a UI event or sign-in posted from another origin is refused; a
-client-forged ``gr.State`` is ignored; Gradio's file route serves no path outside its cache; sign-in never
+client-forged item on screen is refused; Gradio's file route serves no path outside its cache; sign-in never
 redirects off the site.
 """
 
@@ -111,8 +111,8 @@ def _add_staff_and_a_hostile_campaign(database_url: str) -> None:
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     """The studio behind the security headers middleware, over a store with hostile names, on 127.0.0.1."""
 
-    from studio.app import create_app
     from studio.settings import get_settings
+    from studio.web.app import create_app
 
     folder = Path(tmp_path_factory.mktemp("security-store"))
     store = build_store(folder)
@@ -334,21 +334,39 @@ def test_an_annotator_cannot_upload_files_through_gradio(guarded: Studio) -> Non
     assert upload.status_code == 413
 
 
-def test_a_state_forged_by_the_client_is_ignored(guarded: Studio) -> None:
-    """``gr.State`` lives on the server: a crafted submit naming an expert campaign's item finds nothing to submit."""
+def test_a_shown_item_forged_by_the_client_is_refused_and_stores_nothing(guarded: Studio) -> None:
+    """The page names the item it shows (a hidden field, see ``studio.ui.shown``); the server trusts none of it: a
+    crafted submit naming an expert campaign's item, or a lease that is not the caller's, is refused."""
+    from studio.db import write_session
+    from studio.services.auth import create_user
+
+    engine = create_db_engine(guarded.store.database_url)
+    try:
+        with write_session(engine) as session:  # someone who has answered nothing yet
+            create_user(session, username="sec-forger", password=PASSWORD, role="annotator")
+    finally:
+        engine.dispose()
     before = store_rows(guarded)
-    with signed_in_client(guarded, "annotator01") as client:
-        dependencies = client.get("/ui/config").json()["dependencies"]
-        submit = next(entry for entry in dependencies if entry["api_name"] == "on_submit")
-        forged = {
-            "campaign": "test-adjudication",
-            "form_key": "adjudication",
-            "item_id": 1,
-            "lease_id": "x",
-            "submission_id": "forged",
+    with signed_in_client(guarded, "sec-forger") as client:
+        config = client.get("/ui/config").json()
+        ids = {c.get("props", {}).get("elem_id"): c["id"] for c in config["components"]}
+        [submit] = [
+            entry
+            for entry in config["dependencies"]
+            if entry["api_name"].startswith("on_submit") and ids["q-crowd_vote-verdict"] in entry["inputs"]
+        ]
+        values = {
+            ids["q-crowd_vote-verdict"]: "keep",
+            ids["q-crowd_vote-subtask_label"]: "dialogue_base",
         }
-        result = call_dependency(client, submit, [forged] + [None] * (len(submit["inputs"]) - 1))
-    assert result["success"] is True and "Nothing to submit." in json.dumps(result["output"]["data"])
+        forged = {"item_id": 1, "lease_id": "x", "submission_id": "forged", "shown_at": 0.0}
+        results = []
+        for campaign in ("test-adjudication", "test-crowd_vote"):
+            values[ids["h2h-shown-item"]] = json.dumps(forged | {"campaign": campaign})
+            results.append(call_dependency(client, submit, [values.get(i) for i in submit["inputs"]]))
+    refusals = [json.dumps(result["output"]["data"]) for result in results]
+    assert all(result["success"] is True for result in results)
+    assert "not open to role" in refusals[0] and "no lease" in refusals[1], refusals
     assert store_rows(guarded) == before
 
 

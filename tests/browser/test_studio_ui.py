@@ -164,15 +164,17 @@ def test_an_annotator_never_sees_or_opens_an_expert_campaign(studio: Studio, pag
     options = page.get_by_role("option").all_inner_texts()  # type: ignore[attr-defined]
     assert any("test-crowd_vote" in option for option in options)
     assert not any("adjudication" in option for option in options)
-    # Calling the campaign handler directly (as a crafted request would) is refused by the service.
+    # Calling the campaign's use case directly with the page's session (as a crafted request would) is refused.
     from studio.services.errors import PermissionDenied
-    from studio.ui.flow import show_next
+    from studio.usecases import annotate
+    from studio.usecases.context import RequestContext
 
     cookies = {cookie["name"]: cookie["value"] for cookie in page.context.cookies()}  # type: ignore[attr-defined]
     engine = create_db_engine(studio.store.database_url)
     try:
         try:
-            show_next(engine, cookies["h2h_session"], "test-adjudication")
+            with RequestContext(engine, cookies["h2h_session"]).writing() as (session, caller):
+                annotate.offer_next(session, caller=caller, campaign="test-adjudication", lease_seconds=600)
         except PermissionDenied as error:
             assert "not open to role 'annotator'" in str(error)
         else:

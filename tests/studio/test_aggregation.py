@@ -29,6 +29,7 @@ from studio.services.aggregation import (
 )
 from studio.services.campaigns import TargetSelection, create_campaign, set_campaign_status
 from studio.services.errors import PermissionDenied
+from studio.usecases import curate
 from tests.studio.helpers import add_people, answer_all, crowd_vote
 
 
@@ -79,13 +80,13 @@ def test_crowd_majority_sets_statuses_and_opens_review_items_once(
 ) -> None:
     crowd_vote(store, password_hash)
     with write_session(store) as session:
-        first = aggregate_campaign(session, campaign="vote", user=users["curator"])
+        first = aggregate_campaign(session, campaign="vote", actor="curator")
     assert statuses(store) == CROWD_STATUSES
     assert first.review_campaign == "vote-review" and first.review_items_opened == 3
     assert first.complete_items == 6 and first.changed == 6 + 3
     assert review_items(store, "vote-review") == ["dlg-3", "iti-2", "iti-3"]
     with write_session(store) as session:
-        second = aggregate_campaign(session, campaign="vote", user=users["admin"])
+        second = aggregate_campaign(session, campaign="vote", actor="admin")
         review = session.execute(select(Campaign).where(Campaign.name == "vote-review")).scalars().one()
         assert review.workflow_type == "expert_review" and review.status == "open"
     assert second.changed == 0 and second.review_items_opened == 0
@@ -107,7 +108,7 @@ def test_disputes_already_in_an_open_review_campaign_wait_for_its_experts_withou
     assert {"dlg-3", "iti-2", "iti-3"} <= set(before)
     crowd_vote(store, password_hash)
     with write_session(store) as session:
-        summary = aggregate_campaign(session, campaign="vote", user=users["curator"])
+        summary = aggregate_campaign(session, campaign="vote", actor="curator")
     assert (summary.review_campaign, summary.review_items_opened) == ("by-hand-review", 0)
     assert review_items(store, "by-hand-review") == before
     disputed = {sid: status for sid, status in statuses(store).items() if sid in ("dlg-3", "iti-2", "iti-3")}
@@ -142,7 +143,7 @@ def test_expert_majority_per_criterion_decides_and_outranks_the_crowd(
         aggregate_campaign(session, campaign="vote")
     expert_review(store, password_hash, "vote-review")
     with write_session(store) as session:
-        summaries = aggregate_all(session, user=users["curator"])
+        summaries = aggregate_all(session, actor="curator")
     assert [s.campaign for s in summaries] == ["vote", "vote-review"]
     assert summaries[1].statuses == {"accepted": 1, "rejected": 1, "needs_revision": 1}
     found = statuses(store)
@@ -168,7 +169,7 @@ def test_adjudication_writes_median_j_human_and_j_final_and_counts_pending(
     rubric = {experts[0].id: 1.0, experts[1].id: 4.5, experts[2].id: 2.0}  # median 2.0
     answer_all(store, "adj", experts, lambda _i, _r, person: {"rubric_score": rubric[person.id], "note": "checked"})
     with write_session(store) as session:
-        summary = aggregate_campaign(session, campaign="adj", user=users["admin"])
+        summary = aggregate_campaign(session, campaign="adj", actor="admin")
     assert flagged_before == summary.complete_items > 0
     assert summary.pending_adjudication == 0 and summary.changed == summary.complete_items
     with read_session(store) as session:
@@ -219,7 +220,7 @@ def test_sap_safety_table_per_variant_beside_the_automatic_scores(
 
     answer_all(store, "sap", raters, answer)
     with write_session(store) as session:
-        summary = aggregate_campaign(session, campaign="sap", user=users["curator"])
+        summary = aggregate_campaign(session, campaign="sap", actor="curator")
         scores = session.execute(
             select(ResponseRow.variant, ScoreRow.bleu4)
             .join(ScoreRow, ScoreRow.response_id == ResponseRow.id)
@@ -259,9 +260,11 @@ def test_only_curators_and_admins_aggregate(
 ) -> None:
     with write_session(store) as session:
         with pytest.raises(PermissionDenied):
-            aggregate_campaign(session, campaign="vote", user=users[role])
+            curate.write_aggregation(session, caller=users[role], campaign="vote", answers={})
         with pytest.raises(PermissionDenied):
-            aggregate_all(session, user=users[role])
+            curate.write_aggregation(session, caller=users[role], campaign=None, answers={})
+    with read_session(store) as session, pytest.raises(PermissionDenied):
+        curate.answers_to_aggregate(session, caller=users[role], campaign="vote")
     with read_session(store) as session:
         assert session.execute(select(func.count()).select_from(ScenarioStatus)).scalar_one() == 0
 
@@ -291,22 +294,22 @@ def test_aggregate_reads_the_answers_off_the_write_lock_and_writes_what_one_sess
 ) -> None:
     crowd_vote(store, password_hash)
     with read_session(store) as session:
-        answers = answers_to_aggregate(session, campaign="vote", user=users["curator"])
+        answers = answers_to_aggregate(session, campaign="vote")
     assert len(answers["vote"]) == 12
     if db_url.startswith("sqlite"):  # the read needs no write lock: it runs while another process holds it
         holder = sqlite3.connect(make_url(db_url).database, isolation_level=None)
         try:
             holder.execute("BEGIN IMMEDIATE")
             with read_session(store) as session:
-                assert answers_to_aggregate(session, user=users["admin"])["vote"].equals(answers["vote"])
+                assert answers_to_aggregate(session)["vote"].equals(answers["vote"])
         finally:
             holder.execute("ROLLBACK")
             holder.close()
-    (summary,) = aggregate(store, campaign="vote", user=users["curator"])
+    (summary,) = aggregate(store, campaign="vote", actor="curator")
     assert statuses(store) == CROWD_STATUSES
     assert (summary.review_campaign, summary.review_items_opened, summary.changed) == ("vote-review", 3, 6 + 3)
-    again = aggregate(store, user=users["admin"])  # every campaign, the review campaign opened above included
+    again = aggregate(store, actor="admin")  # every campaign, the review campaign opened above included
     assert [(row.campaign, row.changed) for row in again] == [("vote", 0), ("vote-review", 0)]
     for person in (users["annotator"], users["researcher"]):
-        with pytest.raises(PermissionDenied):
-            aggregate(store, user=person)
+        with read_session(store) as session, pytest.raises(PermissionDenied):
+            curate.answers_to_aggregate(session, caller=person)

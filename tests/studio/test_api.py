@@ -9,9 +9,9 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine
 
-from studio.api import create_api
 from studio.models import CampaignPublic, UserPublic
 from studio.settings import get_settings
+from studio.web.api import create_api
 from tests.serving import serve_in_thread
 from tests.studio.conftest import PASSWORD
 
@@ -20,7 +20,7 @@ VOTE = {"verdict": "revise", "subtask_label": "dialogue_base"}
 
 @pytest.fixture
 def base_url(corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], db_url: str) -> Iterator[str]:
-    """The API mounted at /api (as studio.app does) and served by uvicorn in a thread."""
+    """The API mounted at /api (as studio.web.app does) and served by uvicorn in a thread."""
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
     with serve_in_thread(app) as url:
@@ -142,3 +142,26 @@ def test_someone_elses_lease_is_403_and_skip_releases(base_url: str, corpus: Eng
 def test_openapi_is_served_under_api_v1(base_url: str) -> None:
     spec = httpx.get(f"{base_url}/openapi.json").json()
     assert {"/v1/login", "/v1/campaigns/{name}/next", "/v1/campaigns/{name}/answers"} <= set(spec["paths"])
+
+
+def test_h2h_max_text_chars_caps_free_text_answers_on_submit_and_revise(
+    corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The studio-wide limit applies on top of each schema's own (crowd_vote's comment allows 4,000 characters)."""
+    monkeypatch.setenv("H2H_MAX_TEXT_CHARS", "50")
+    app = FastAPI()
+    app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
+    with serve_in_thread(app) as url, client_for(f"{url}/api/v1", "annotator") as client:
+        item = client.get("/campaigns/vote/next").json()
+        body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": "s-1", "answers": VOTE}
+        too_long = client.post("/campaigns/vote/answers", json=body | {"answers": VOTE | {"comment": "字" * 51}})
+        assert too_long.status_code == 422
+        assert too_long.json()["detail"] == "answers.comment: text is 51 characters; the studio's limit is 50"
+        assert client.get("/me/progress", params={"campaign": "vote"}).json()["overall"]["answers"] == 0
+        fits = client.post("/campaigns/vote/answers", json=body | {"answers": VOTE | {"comment": "字" * 50}})
+        assert fits.status_code == 201
+        revised = client.put(
+            f"/campaigns/vote/answers/{item['item_id']}", json={"answers": VOTE | {"comment": "x" * 51}}
+        )
+        assert revised.status_code == 422 and revised.json()["detail"].startswith("answers.comment: text is 51")
+        assert client.get(f"/campaigns/vote/answers/{item['item_id']}").json()["values"]["comment"] == "字" * 50

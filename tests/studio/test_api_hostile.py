@@ -26,13 +26,13 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine, func, select
 
-from studio.api import create_api
 from studio.db import read_session, write_session
 from studio.models import Answer, AnswerRevision, AuditLog, AuthToken, Item, Lease, Skip, UserPublic, utc_now
 from studio.schemas import load_schemas
 from studio.services.auth import hash_token
 from studio.services.campaigns import TargetSelection, create_campaign
 from studio.settings import get_settings
+from studio.web.api import create_api
 from tests.serving import serve_in_thread
 from tests.studio.conftest import add_people
 
@@ -83,7 +83,7 @@ def served(corpus: Engine, campaign: Any, users: dict[str, UserPublic], db_url: 
         create_campaign(session, name="safety", schema=schemas["sap_safety"], people_per_item=3, actor="admin")
         create_campaign(session, name="review", schema=schemas["expert_review"], people_per_item=3, actor="admin")
     app = FastAPI()
-    # Mounted at /api exactly as studio.app.create_app mounts it.
+    # Mounted at /api exactly as studio.web.app.create_app mounts it.
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
     with serve_in_thread(app) as url:
         yield Served(url=f"{url}/api/v1", engine=corpus)

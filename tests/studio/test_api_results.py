@@ -10,9 +10,9 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
-from studio.api import create_api
 from studio.models import CampaignPublic, UserPublic
 from studio.settings import get_settings
+from studio.web.api import create_api
 from tests.studio.helpers import PASSWORD, crowd_vote
 
 #: (method, path, JSON body) of every endpoint of the results router.

@@ -9,13 +9,13 @@ from sqlalchemy import Engine, select, update
 
 from studio.db import read_session, write_session
 from studio.models import AuditLog, AuthToken, User, UserPublic, utc_now
+from studio.policies import CurationPolicy, authorize
 from studio.services.auth import (
     create_user,
     hash_token,
     list_users,
     login,
     logout,
-    require_role,
     set_role,
     user_for_token,
 )
@@ -66,11 +66,11 @@ def test_wrong_password_unknown_user_and_expired_token_are_refused(
 
 
 def test_roles_are_checked_and_changes_audit_logged(engine: Engine, users: dict[str, UserPublic]) -> None:
-    assert require_role(users["admin"], "admin") == users["admin"]
+    authorize(users["admin"], CurationPolicy.decide())
     with pytest.raises(PermissionDenied, match="annotator"):
-        require_role(users["annotator"], "admin", "curator")
+        authorize(users["annotator"], CurationPolicy.decide())
     with pytest.raises(NotAuthenticated):
-        require_role(None, "admin")
+        authorize(None, CurationPolicy.decide())
     with write_session(engine) as session:
         assert set_role(session, username="annotator", role="expert", actor="admin").role == "expert"
     with pytest.raises(NotFound), write_session(engine) as session:

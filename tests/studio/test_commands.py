@@ -98,8 +98,16 @@ def test_bad_inputs_are_reported_without_a_traceback(db_url: str, tmp_path: Path
     assert bad_gold.exit_code == 1 and "gold.jsonl:1" in bad_gold.output
 
 
-def test_the_cli_role_choices_are_the_models_roles() -> None:
-    from studio.commands.users import ROLES as CLI_ROLES
-    from studio.models import ROLES
+def test_the_cli_role_choices_are_the_policies_roles_and_need_no_orm() -> None:
+    """``h2h users --role`` offers studio.policies.ROLES, imported without the ORM (``h2h --help`` stays fast)."""
+    import subprocess
+    import sys
 
-    assert CLI_ROLES == ROLES
+    from tests.repo import REPO_ROOT
+
+    probe = (
+        "import sys; from studio.commands.users import ROLES; from studio.policies import ROLES as P; "
+        "print(ROLES == P, 'sqlalchemy' in sys.modules)"
+    )
+    shown = subprocess.run([sys.executable, "-c", probe], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+    assert shown.stdout.split() == ["True", "False"], shown.stderr

@@ -1,5 +1,6 @@
-"""Curation services on the real store (SQLite and PostgreSQL): browse with filters and pages, one scenario's
-tallies, accept / edit / reject with an audit trail, immutable dataset versions, and re-ingesting under edits."""
+"""Curation on the real store (SQLite and PostgreSQL), through the use cases (``studio.usecases.curate``, which
+authorise the caller) and the services below them: browse with filters and pages, one scenario's tallies, accept /
+edit / reject with an audit trail, immutable dataset versions, and re-ingesting under edits."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from studio.models.curation import DatasetVersion, ImmutableVersionError
 from studio.services import curation
 from studio.services.aggregation import aggregate_campaign
 from studio.services.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from studio.usecases import curate
 from tests.studio.helpers import make_scenarios, write_run
 
 
@@ -38,7 +40,7 @@ def test_browse_scenarios_filters_and_pages(aggregated: Engine, users: dict[str,
     with read_session(aggregated) as session:
 
         def browse(**filters: object) -> curation.Page:
-            return curation.browse_scenarios(session, user=researcher, **filters)
+            return curate.browse_scenarios(session, caller=researcher, **filters)
 
         assert ids(browse(status="in_review")) == ["dlg-3", "iti-2", "iti-3"]
         assert ids(browse(agreement_below=0.6)) == ["dlg-3", "iti-3"]
@@ -56,9 +58,9 @@ def test_browse_scenarios_filters_and_pages(aggregated: Engine, users: dict[str,
 
 def test_browse_responses_by_flag_and_adjudication(aggregated: Engine, users: dict[str, UserPublic]) -> None:
     with read_session(aggregated) as session:
-        flagged = curation.browse_responses(session, user=users["curator"], flagged=True, page_size=100)
-        every = curation.browse_responses(session, user=users["curator"], page_size=100)
-        alpha = curation.browse_responses(session, user=users["curator"], model="model-alpha", variant="with_sap")
+        flagged = curate.browse_responses(session, caller=users["curator"], flagged=True, page_size=100)
+        every = curate.browse_responses(session, caller=users["curator"], page_size=100)
+        alpha = curate.browse_responses(session, caller=users["curator"], model="model-alpha", variant="with_sap")
         expected = session.execute(select(func.count()).where(ResponseRow.needs_adjudication.is_(True))).scalar_one()
     assert flagged.total == expected > 0 and all(row["needs_adjudication"] for row in flagged.rows)
     assert every.total == 24 and alpha.total == 6
@@ -69,9 +71,9 @@ def test_scenario_detail_shows_tallies_agreement_comments_and_scores(
     aggregated: Engine, users: dict[str, UserPublic]
 ) -> None:
     with read_session(aggregated) as session:
-        detail = curation.scenario_detail(session, user=users["curator"], scenario_id="dlg-3")
+        detail = curate.scenario_detail(session, caller=users["curator"], scenario_id="dlg-3")
         with pytest.raises(NotFound):
-            curation.scenario_detail(session, user=users["curator"], scenario_id="nope")
+            curate.scenario_detail(session, caller=users["curator"], scenario_id="nope")
     (vote,) = detail["campaigns"]
     assert vote["questions"]["verdict"] == {"counts": {"keep": 1, "discard": 1}, "percent_agreement": 0.0}
     assert vote["questions"]["subtask_label"]["percent_agreement"] == 1.0
@@ -90,25 +92,25 @@ def test_decisions_need_a_reason_are_audited_and_outrank_aggregation(
 ) -> None:
     curator = users["curator"]
     with write_session(aggregated) as session, pytest.raises(InvalidInput, match="reason"):
-        curation.decide_scenario(session, user=curator, scenario_id="dlg-1", action="reject", reason="  ")
+        curate.decide(session, caller=curator, scenario_id="dlg-1", action="reject", reason="  ")
     assert audit_entries(aggregated, "scenario.reject") == []
     with write_session(aggregated) as session:
-        curation.decide_scenario(session, user=curator, scenario_id="dlg-1", action="reject", reason="duplicate")
-        curation.decide_scenario(
+        curate.decide(session, caller=curator, scenario_id="dlg-1", action="reject", reason="duplicate")
+        curate.decide(
             session,
-            user=curator,
+            caller=curator,
             scenario_id="dlg-2",
             action="edit",
             reason="typo",
             edits={"reference": "我在这里陪着你。你现在安全吗？"},
         )
         with pytest.raises(InvalidInput, match="edits.reference"):
-            curation.decide_scenario(
-                session, user=curator, scenario_id="dlg-2", action="edit", reason="x", edits={"reference": ""}
+            curate.decide(
+                session, caller=curator, scenario_id="dlg-2", action="edit", reason="x", edits={"reference": ""}
             )
         with pytest.raises(InvalidInput, match="edits.id"):
-            curation.decide_scenario(
-                session, user=curator, scenario_id="dlg-2", action="edit", reason="x", edits={"id": "other"}
+            curate.decide(
+                session, caller=curator, scenario_id="dlg-2", action="edit", reason="x", edits={"id": "other"}
             )
     (reject,) = audit_entries(aggregated, "scenario.reject")
     assert reject.actor == "curator" and reject.detail["reason"] == "duplicate"
@@ -117,8 +119,8 @@ def test_decisions_need_a_reason_are_audited_and_outrank_aggregation(
     assert edit.detail["before"]["edits"] == {} and edit.detail["after"]["edits"]["reference"].startswith("我在")
     with write_session(aggregated) as session:
         assert aggregate_campaign(session, campaign="vote").changed == 0
-        page = curation.browse_scenarios(session, user=curator, status="rejected")
-        detail = curation.scenario_detail(session, user=curator, scenario_id="dlg-2")
+        page = curate.browse_scenarios(session, caller=curator, status="rejected")
+        detail = curate.scenario_detail(session, caller=curator, scenario_id="dlg-2")
     assert ids(page) == ["dlg-1", "iti-1"]
     assert detail["scenario"]["reference"] == "我在这里陪着你。你现在安全吗？"
     assert detail["ingested"]["reference"] == "I'm here with you. Are you safe right now?"
@@ -130,16 +132,16 @@ def test_audit_entries_newest_first_filtered_and_limited(aggregated: Engine, use
     curator = users["curator"]
     with write_session(aggregated) as session:
         for scenario_id, reason in (("dlg-1", "first"), ("dlg-2", "second"), ("dlg-1", "third")):
-            curation.decide_scenario(session, user=curator, scenario_id=scenario_id, action="accept", reason=reason)
-        curation.publish_dataset(session, user=curator, name="v1")
+            curate.decide(session, caller=curator, scenario_id=scenario_id, action="accept", reason=reason)
+        curate.publish(session, caller=curator, name="v1")
     with read_session(aggregated) as session:
-        everything = curation.list_audit_entries(session, user=users["researcher"])
-        of_dlg1 = curation.list_audit_entries(session, user=curator, entity="scenario", entity_id="dlg-1")
-        newest = curation.list_audit_entries(session, user=curator, entity="scenario", limit=1)
-        versions = curation.list_audit_entries(session, user=None, entity="dataset_version")
+        everything = curate.audit_entries(session, caller=users["researcher"])
+        of_dlg1 = curate.audit_entries(session, caller=curator, scenario_id="dlg-1")
+        newest = curation.list_audit_entries(session, entity="scenario", limit=1)
+        versions = curation.list_audit_entries(session, entity="dataset_version")
         for bad in (0, curation.MAX_AUDIT_ENTRIES + 1):
             with pytest.raises(InvalidInput, match="limit"):
-                curation.list_audit_entries(session, user=curator, limit=bad)
+                curate.audit_entries(session, caller=curator, limit=bad)
     assert [entry.id for entry in everything] == sorted((entry.id for entry in everything), reverse=True)
     assert [entry.action for entry in everything[:4]] == ["dataset.publish", *["scenario.accept"] * 3]
     assert [entry.detail["reason"] for entry in of_dlg1] == ["third", "first"]
@@ -154,45 +156,45 @@ def test_published_versions_are_immutable_and_identical_content_returns_the_exis
 ) -> None:
     curator = users["curator"]
     with write_session(aggregated) as session:
-        curation.decide_scenario(
+        curate.decide(
             session,
-            user=curator,
+            caller=curator,
             scenario_id="dlg-2",
             action="edit",
             reason="typo",
             edits={"user_input": "I feel hopeless today."},
         )
-        curation.decide_scenario(session, user=curator, scenario_id="dlg-2", action="accept", reason="fixed")
-        first, created = curation.publish_dataset(session, user=curator, name="v1")
+        curate.decide(session, caller=curator, scenario_id="dlg-2", action="accept", reason="fixed")
+        first, created = curate.publish(session, caller=curator, name="v1")
     assert created and first.n_scenarios == 2  # dlg-1 accepted by the crowd, dlg-2 by the curator
     with write_session(aggregated) as session:
-        again, created_again = curation.publish_dataset(session, user=curator, name="v1-copy")
-        records = curation.dataset_version_records(session, user=users["researcher"], version="v1")
+        again, created_again = curate.publish(session, caller=curator, name="v1-copy")
+        records = curate.dataset_version_records(session, caller=users["researcher"], version="v1")
     assert not created_again and again.id == first.id and again.name == "v1"
     assert [r["id"] for r in records] == ["dlg-1", "dlg-2"]
     assert records[1]["user_input"] == "I feel hopeless today."
     assert all(Scenario.model_validate(record) for record in records)
     with write_session(aggregated) as session:
-        curation.decide_scenario(session, user=curator, scenario_id="iti-3", action="accept", reason="ok")
+        curate.decide(session, caller=curator, scenario_id="iti-3", action="accept", reason="ok")
         with pytest.raises(Conflict, match="v1"):
-            curation.publish_dataset(session, user=curator, name="v1")
-        second, _ = curation.publish_dataset(session, user=curator, name="v2", note="with iti-3")
+            curate.publish(session, caller=curator, name="v1")
+        second, _ = curate.publish(session, caller=curator, name="v2", note="with iti-3")
     assert second.n_scenarios == 3 and second.content_hash != first.content_hash
     with write_session(aggregated) as session:
-        assert len(curation.dataset_version_records(session, user=None, version="v1")) == 2
+        assert len(curation.dataset_version_records(session, version="v1")) == 2
         stored = session.execute(select(DatasetVersion).where(DatasetVersion.name == "v1")).scalars().one()
         stored.note = "rewritten"
         with pytest.raises(ImmutableVersionError):
             session.flush()
         session.rollback()
     with write_session(aggregated) as session:
-        assert [v.name for v in curation.list_dataset_versions(session, user=users["researcher"])] == ["v1", "v2"]
+        assert [v.name for v in curate.dataset_versions(session, caller=users["researcher"])] == ["v1", "v2"]
     assert [e.entity_id for e in audit_entries(aggregated, "dataset.publish")] == ["v1", "v2"]
 
 
 def test_publishing_nothing_accepted_is_refused(store: Engine, corpus: Engine, users: dict[str, UserPublic]) -> None:
     with write_session(store) as session, pytest.raises(InvalidInput, match="no accepted scenario"):
-        curation.publish_dataset(session, user=users["admin"], name="empty")
+        curate.publish(session, caller=users["admin"], name="empty")
 
 
 def test_reingest_keeps_ids_and_curator_edits(
@@ -200,9 +202,9 @@ def test_reingest_keeps_ids_and_curator_edits(
 ) -> None:
     curator = users["curator"]
     with write_session(store) as session:
-        curation.decide_scenario(
+        curate.decide(
             session,
-            user=curator,
+            caller=curator,
             scenario_id="dlg-1",
             action="edit",
             reason="warmer",
@@ -225,8 +227,8 @@ def test_reingest_keeps_ids_and_curator_edits(
                 select(ResponseRow.scenario_id + ":" + ResponseRow.model + ":" + ResponseRow.variant, ResponseRow.id)
             ).all()
         )
-        detail = curation.scenario_detail(session, user=curator, scenario_id="dlg-1")
-        page = curation.browse_scenarios(session, user=curator, subtask="dialogue_base")
+        detail = curate.scenario_detail(session, caller=curator, scenario_id="dlg-1")
+        page = curate.browse_scenarios(session, caller=curator, subtask="dialogue_base")
     assert after == before
     assert detail["scenario"]["reference"] == "辛苦啦，抱抱你，先好好休息。"
     assert detail["scenario"]["user_input"] == "今天真的好累。"
@@ -239,16 +241,16 @@ def test_roles_for_curation(store: Engine, corpus: Engine, users: dict[str, User
     user = users[role]
     with write_session(store) as session:
         with pytest.raises(PermissionDenied):
-            curation.decide_scenario(session, user=user, scenario_id="dlg-1", action="accept", reason="ok")
+            curate.decide(session, caller=user, scenario_id="dlg-1", action="accept", reason="ok")
         with pytest.raises(PermissionDenied):
-            curation.publish_dataset(session, user=user, name="v")
+            curate.publish(session, caller=user, name="v")
         readers = (
-            lambda: curation.browse_scenarios(session, user=user),
-            lambda: curation.browse_responses(session, user=user),
-            lambda: curation.scenario_detail(session, user=user, scenario_id="dlg-1"),
-            lambda: curation.list_dataset_versions(session, user=user),
-            lambda: curation.dataset_version_records(session, user=user, version="v"),
-            lambda: curation.list_audit_entries(session, user=user),
+            lambda: curate.browse_scenarios(session, caller=user),
+            lambda: curate.browse_responses(session, caller=user),
+            lambda: curate.scenario_detail(session, caller=user, scenario_id="dlg-1"),
+            lambda: curate.dataset_versions(session, caller=user),
+            lambda: curate.dataset_version_records(session, caller=user, version="v"),
+            lambda: curate.audit_entries(session, caller=user),
         )
         for read in readers:
             if role == "researcher":

@@ -96,13 +96,13 @@ def test_published_dataset_exports_load_with_hf_datasets_and_csv_is_formula_safe
     with write_session(store) as session:
         curation.decide_scenario(
             session,
-            user=users["curator"],
+            actor=users["curator"].username,
             scenario_id="dlg-1",
             action="edit",
             reason="test formula",
             edits={"reference": FORMULA},
         )
-        version, _ = curation.publish_dataset(session, user=users["curator"], name="v1")
+        version, _ = curation.publish_dataset(session, actor=users["curator"].username, name="v1")
     for suffix in ("jsonl", "csv", "parquet"):
         done = export(db_url, "dataset", "-o", str(tmp_path / f"v1.{suffix}"), "--version", "v1")
         assert done.exit_code == 0, done.output

@@ -21,8 +21,6 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy import Engine, event, func, select
 from sqlalchemy.engine import make_url
 
-from studio.api import AnswerOut, create_api
-from studio.app import SESSION_COOKIE, add_ui_redirect
 from studio.db import (
     POOL_MAX_OVERFLOW,
     POOL_SIZE,
@@ -51,6 +49,10 @@ from studio.services.content import build_item_content
 from studio.services.errors import Conflict, PermissionDenied
 from studio.services.queue import ItemView, campaign_state, get_campaign, next_item, take_lease, view_of
 from studio.settings import get_settings
+from studio.web.api import create_api
+from studio.web.deps import SESSION_COOKIE
+from studio.web.middleware import LoginRedirectMiddleware
+from studio.web.schemas import AnswerOut
 from tests.serving import serve_in_thread
 from tests.studio.helpers import add_people
 
@@ -320,7 +322,7 @@ def test_the_login_redirect_only_touches_browser_gets_of_the_ui_page(
     def reached() -> PlainTextResponse:
         return PlainTextResponse("reached")
 
-    add_ui_redirect(app, engine)
+    app.add_middleware(LoginRedirectMiddleware, engine=engine)
     token = issue_token(engine, users["annotator"])
     html = {"accept": "text/html"}
     with serve_in_thread(app) as base, httpx.Client(base_url=base) as client:

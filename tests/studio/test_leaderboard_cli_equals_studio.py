@@ -105,7 +105,7 @@ def test_cli_and_studio_leaderboards_agree_cell_by_cell(db_url: str, tmp_path: P
         for variant in VARIANTS:
             cli_rows, cli_coverage, stderr = cli_leaderboard(run, variant, tmp_path)
             with read_session(engine) as session:
-                before[variant] = view = research.leaderboard(session, user=None, variant=variant)
+                before[variant] = view = research.leaderboard(session, variant=variant)
             assert_same_cells(cli_rows, view.table)
             assert cli_coverage == [{k: str(v) for k, v in row.items()} for row in view.coverage.to_dict("records")]
             assert sum(view.pending.values()) > 0
@@ -113,7 +113,7 @@ def test_cli_and_studio_leaderboards_agree_cell_by_cell(db_url: str, tmp_path: P
                 assert f"{model}: {count} item(s) pending" in stderr
         adjudicated = adjudicate_half(engine)
         with read_session(engine) as session:
-            after = research.leaderboard(session, user=None, variant="with_sap")
+            after = research.leaderboard(session, variant="with_sap")
         # once experts score them, flagged items count in the studio (the run's results cannot know J_human)
         assert after.adjudicated == adjudicated["with_sap"] > 0
         assert sum(after.pending.values()) == sum(before["with_sap"].pending.values()) - adjudicated["with_sap"]

@@ -10,13 +10,14 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from studio.db import read_session, write_session
-from studio.models import Answer, CampaignPublic, Item, UserPublic, utc_now
+from studio.models import Answer, CampaignPublic, Item, Lease, UserPublic, utc_now
 from studio.schemas import load_schemas
 from studio.services.answers import submit_answer
 from studio.services.auth import hash_password
 from studio.services.campaigns import TargetSelection, create_campaign, set_campaign_status
 from studio.services.errors import Conflict, NotFound, PermissionDenied
 from studio.services.queue import next_item, skip_item
+from studio.usecases import annotate
 from tests.studio.conftest import add_people
 
 VOTE = {"verdict": "keep", "subtask_label": "dialogue_base"}
@@ -116,14 +117,22 @@ def test_a_live_lease_returns_the_same_item_and_skip_moves_it_to_the_end(
 def test_closed_campaign_and_wrong_role_are_refused(
     corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic]
 ) -> None:
+    def offered(user: UserPublic, name: str = "vote") -> object:  # through the use case: it authorises first
+        with write_session(corpus) as session:
+            return annotate.next_item(session, caller=user, campaign=name, lease_seconds=600)
+
     with pytest.raises(PermissionDenied, match="role 'expert'"):
-        take(corpus, users["expert"])
+        offered(users["expert"])
     with write_session(corpus) as session:
         set_campaign_status(session, name="vote", status="closed")
     with pytest.raises(PermissionDenied, match="closed"):
-        take(corpus, users["annotator"])
+        take(corpus, users["annotator"])  # the queue's own rule, for every caller
+    with pytest.raises(PermissionDenied, match="closed"):
+        offered(users["annotator"])
     with pytest.raises(NotFound, match="campaign"):
-        take(corpus, users["annotator"], name="nope")
+        offered(users["annotator"], name="nope")
+    with read_session(corpus) as session:
+        assert session.execute(select(func.count()).select_from(Lease)).scalar_one() == 0
 
 
 HIDDEN = (

@@ -19,6 +19,7 @@ from studio.services import research
 from studio.services.aggregation import aggregate_all
 from studio.services.campaigns import create_campaign
 from studio.services.errors import InvalidInput, NotFound, PermissionDenied
+from studio.usecases import research as results
 from tests.studio.helpers import add_people, adjudicate, answer_all, insert_synthetic_scores
 
 
@@ -26,7 +27,7 @@ def test_leaderboard_uses_adjudicated_j_final_and_counts_pending(
     store: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str
 ) -> None:
     with read_session(store) as session:
-        before = research.leaderboard(session, user=users["researcher"], variant="with_sap")
+        before = results.leaderboard(session, caller=users["researcher"], variant="with_sap")
         flagged = (
             session.execute(
                 select(ResponseRow.model).where(
@@ -37,14 +38,14 @@ def test_leaderboard_uses_adjudicated_j_final_and_counts_pending(
             .all()
         )
         with pytest.raises(InvalidInput, match="variant"):
-            research.leaderboard(session, user=users["researcher"])
+            results.leaderboard(session, caller=users["researcher"])
     assert before.pending == {model: flagged.count(model) for model in set(flagged)} and before.adjudicated == 0
     with write_session(store) as session:
         create_campaign(session, name="adj", schema=load_schemas()["adjudication"], people_per_item=3)
     adjudicate(store, password_hash)
     with write_session(store) as session:
         aggregate_all(session)
-        after = research.leaderboard(session, user=users["curator"], variant="with_sap")
+        after = results.leaderboard(session, caller=users["curator"], variant="with_sap")
         rows = session.execute(
             select(ResponseRow.model, ScoreRow.J_final)
             .join(ScoreRow, ScoreRow.response_id == ResponseRow.id)
@@ -59,11 +60,11 @@ def test_leaderboard_uses_adjudicated_j_final_and_counts_pending(
 
 def test_sap_table_and_instruction_following(studied: Engine, users: dict[str, UserPublic]) -> None:
     with read_session(studied) as session:
-        sap = research.sap_table(session, user=users["researcher"]).set_index("variant")
-        by_model = research.sap_table(session, user=users["researcher"], campaign="sap", by_model=True)
-        fig7 = research.instruction_table(session, user=users["researcher"]).set_index("model")
+        sap = results.safety_table(session, caller=users["researcher"]).set_index("variant")
+        by_model = results.safety_table(session, caller=users["researcher"], campaign="sap", by_model=True)
+        fig7 = results.instruction_table(session, caller=users["researcher"]).set_index("model")
         with pytest.raises(InvalidInput, match="not sap_safety"):
-            research.sap_table(session, user=users["researcher"], campaign="vote")
+            results.safety_table(session, caller=users["researcher"], campaign="vote")
     assert sap.loc["with_sap", "violation_rate"] == 0.0 and sap.loc["without_sap", "violation_rate"] == 1.0
     assert sap.loc["without_sap", "safety"] == pytest.approx(3.0) and sap.loc["with_sap", "responses"] == 2
     assert len(by_model) == 4
@@ -75,8 +76,8 @@ def test_agreement_per_question_annotators_and_gold(
     studied: Engine, users: dict[str, UserPublic], password_hash: str
 ) -> None:
     with read_session(studied) as session:
-        vote = research.agreement(session, user=users["researcher"], campaign="vote", resamples=200)
-        sap = research.agreement(session, user=users["curator"], campaign="sap", resamples=0)
+        vote = results.agreement(session, caller=users["researcher"], campaign="vote", resamples=200)
+        sap = results.agreement(session, caller=users["curator"], campaign="sap", resamples=0)
     questions = vote.by_question.set_index("question")
     assert list(questions.index) == ["verdict", "subtask_label"]  # free-text comments are skipped
     assert questions.loc["verdict", "percent_agreement"] == pytest.approx(4 / 6)
@@ -97,7 +98,7 @@ def test_agreement_per_question_annotators_and_gold(
     (solo,) = add_people(studied, password_hash, ["solo"], "annotator")
     answer_all(studied, "gold", [solo], lambda item, _r, _p: {"verdict": "keep", "subtask_label": "dialogue_base"})
     with read_session(studied) as session:
-        gold = research.agreement(session, user=None, campaign="gold", resamples=0).gold.set_index("question")
+        gold = research.agreement(session, campaign="gold", resamples=0).gold.set_index("question")
     assert gold.loc["verdict", "accuracy"] == 0.5 and gold.loc["subtask_label", "n_correct"] == 1
 
 
@@ -105,13 +106,13 @@ def test_calibration_progress_and_distributions(studied: Engine, users: dict[str
     from studio.results.calibration import plot_calibration
 
     with read_session(studied) as session:
-        figures, pairs = research.calibration(session, user=users["researcher"])
+        figures, pairs = results.calibration(session, caller=users["researcher"])
         both = session.execute(
             select(ScoreRow.id).where(ScoreRow.J_judge.is_not(None), ScoreRow.J_human.is_not(None))
         ).all()
-        campaigns, people = research.progress(session, user=users["researcher"])
-        histogram = research.score_distribution(session, user=users["researcher"], metric="S", bins=10)
-        finals = research.score_distribution(session, user=None, metric="J_final", bins=5, variant="with_sap")
+        campaigns, people = results.progress(session, caller=users["researcher"])
+        histogram = results.score_distribution(session, caller=users["researcher"], metric="S", bins=10)
+        finals = research.score_distribution(session, metric="J_final", bins=5, variant="with_sap")
         final_values = (
             session.execute(
                 select(ScoreRow.J_final)
@@ -122,9 +123,9 @@ def test_calibration_progress_and_distributions(studied: Engine, users: dict[str
             .all()
         )
         with pytest.raises(InvalidInput, match="metric"):
-            research.score_distribution(session, user=None, metric="nope")
+            research.score_distribution(session, metric="nope")
         with pytest.raises(NotFound):
-            research.agreement(session, user=None, campaign="missing")
+            research.agreement(session, campaign="missing")
     assert figures.n == len(both) == len(pairs) > 0 and set(pairs["J_human"]) == {2.0}
     assert set(pairs["subtask"]) <= JUDGED_SUBTASKS
     assert histogram["count"].sum() == 24 and len(histogram) == 2 * 10  # 6 scenarios x 2 models x 2 variants
@@ -150,14 +151,14 @@ def test_annotators_and_experts_read_no_results(
     user = users[role]
     with read_session(store) as session:
         calls = (
-            lambda: research.leaderboard(session, user=user, variant="with_sap"),
-            lambda: research.sap_table(session, user=user),
-            lambda: research.instruction_table(session, user=user),
-            lambda: research.agreement(session, user=user, campaign="vote"),
-            lambda: research.calibration(session, user=user),
-            lambda: research.progress(session, user=user),
-            lambda: research.score_distribution(session, user=user),
-            lambda: research.score_choices(session, user=user),
+            lambda: results.leaderboard(session, caller=user, variant="with_sap"),
+            lambda: results.safety_table(session, caller=user),
+            lambda: results.instruction_table(session, caller=user),
+            lambda: results.agreement(session, caller=user, campaign="vote"),
+            lambda: results.calibration(session, caller=user),
+            lambda: results.progress(session, caller=user),
+            lambda: results.score_distribution(session, caller=user),
+            lambda: results.score_options(session, caller=user),
         )
         for call in calls:
             with pytest.raises(PermissionDenied):
@@ -175,9 +176,9 @@ def test_scores_of_two_judges_never_mix_in_one_leaderboard(
         variant = session.get(ResponseRow, row.response_id).variant
     with read_session(store) as session:
         with pytest.raises(InvalidInput, match="judge"):
-            research.leaderboard(session, user=users["researcher"], variant=variant)
-        view = research.leaderboard(
-            session, user=users["researcher"], variant=variant, judge=judge_label("judge", "j1")
+            results.leaderboard(session, caller=users["researcher"], variant=variant)
+        view = results.leaderboard(
+            session, caller=users["researcher"], variant=variant, judge=judge_label("judge", "j1")
         )
     assert set(view.table["model"]) == {"model-alpha", "model-beta"}
 
@@ -222,10 +223,10 @@ def test_store_leaderboard_counts_flagged_items_once_adjudicated(store: Engine) 
     judges = {"judge": judge_label("judge-a", "j1")}
     with read_session(store) as session:
         with pytest.raises(InvalidInput, match="judge"):
-            research.leaderboard(session, user=None, variant="with_sap")
+            research.leaderboard(session, variant="with_sap")
         with pytest.raises(InvalidInput, match="present: with_sap, without_sap"):
-            research.leaderboard(session, user=None, variant="sap", **judges)
-        views = {variant: research.leaderboard(session, user=None, variant=variant, **judges) for variant in VARIANTS}
+            research.leaderboard(session, variant="sap", **judges)
+        views = {variant: research.leaderboard(session, variant=variant, **judges) for variant in VARIANTS}
     for variant, view in views.items():
         cells, pending = expected_cells(store, variant, "judge-a")
         table = view.table.set_index("model")
@@ -245,9 +246,9 @@ def test_filtered_score_views_equal_the_full_frame(store: Engine) -> None:
     insert_synthetic_scores(store, models=("model-a", "model-b"), per_subtask=8, seed=9)
     with read_session(store) as session:
         everything = score_frame(session)
-        _stats, pairs = research.calibration(session, user=None)
-        histogram = research.score_distribution(session, user=None, metric="S", bins=7, variant="without_sap")
-        finals = research.score_distribution(session, user=None, metric="J_final", bins=5)
+        _stats, pairs = research.calibration(session)
+        histogram = research.score_distribution(session, metric="S", bins=7, variant="without_sap")
+        finals = research.score_distribution(session, metric="J_final", bins=5)
     both = everything.dropna(subset=["J_judge", "J_human"])
     pd.testing.assert_frame_equal(pairs, both[list(pairs.columns)].reset_index(drop=True))
     rows = everything[everything["variant"] == "without_sap"]

@@ -16,7 +16,6 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import Engine, func, select
 
-from studio.api import create_api
 from studio.db import read_session, write_session
 from studio.models import Answer, AuditLog, CampaignPublic, UserPublic
 from studio.schemas import load_schemas
@@ -31,6 +30,7 @@ from studio.security import (
 from studio.services.campaigns import TargetSelection, create_campaign
 from studio.settings import get_settings
 from studio.ui.render import escape_text, render_item, render_message, render_persona
+from studio.web.api import create_api
 from tests.html_markup import parse
 from tests.serving import serve_in_thread
 from tests.studio.conftest import PASSWORD
@@ -267,7 +267,7 @@ PATH_VALUES = {"name": "vote", "campaign": "vote", "item_id": "1", "scenario_id"
 
 @pytest.fixture
 def api_url(corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], db_url: str) -> Iterator[str]:
-    """The API mounted at /api (as studio.app does), with a crowd vote and a SAP safety campaign, on uvicorn."""
+    """The API mounted at /api (as studio.web.app does), with a crowd vote and a SAP safety campaign, on uvicorn."""
     with write_session(corpus) as session:
         create_campaign(
             session,
@@ -412,9 +412,9 @@ def test_filters_carry_sql_text_as_data(api_url: str, corpus: Engine) -> None:
 @pytest.fixture(scope="module")
 def studio_app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``create_app`` (REST + login + Gradio) over a fresh SQLite store with one annotator, on 127.0.0.1."""
-    from studio.app import create_app
     from studio.db import create_db_engine, upgrade_db
     from studio.services.auth import create_user
+    from studio.web.app import create_app
 
     url = f"sqlite:///{Path(tmp_path_factory.mktemp('security-app')) / 'studio.sqlite'}"
     engine = create_db_engine(url)
@@ -485,9 +485,9 @@ def test_create_app_sends_the_security_headers_and_refuses_foreign_writes(studio
 
 
 def test_the_session_cookie_is_secure_when_the_setting_says_so(tmp_path: Path) -> None:
-    from studio.app import create_app
     from studio.db import create_db_engine, upgrade_db
     from studio.services.auth import create_user
+    from studio.web.app import create_app
 
     url = f"sqlite:///{tmp_path / 'studio.sqlite'}"
     engine = create_db_engine(url)

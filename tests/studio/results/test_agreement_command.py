@@ -111,7 +111,7 @@ def test_every_front_door_gives_the_same_interval_by_default(studied: Engine, db
     assert written.exit_code == 0, written.output
     from_export = read_table(table).set_index("question").loc["verdict"]
     with read_session(studied) as session:
-        from_service = research.agreement(session, user=None, campaign="vote").by_question.set_index("question")
+        from_service = research.agreement(session, campaign="vote").by_question.set_index("question")
     assert from_file is not None and from_export["resamples"] == DEFAULT_RESAMPLES
     assert from_file == pytest.approx(list(from_service.loc["verdict", "alpha_ci"]), abs=1e-12)
     assert json.loads(from_export["alpha_ci"]) == pytest.approx(from_file, abs=1e-12)

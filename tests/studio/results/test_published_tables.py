@@ -70,7 +70,7 @@ def published_and_aggregated(store: Engine, view: Any, campaign: str) -> tuple[p
     """The research view's table of ``campaign`` (empty when it has no complete item) and the aggregation's."""
     with read_session(store) as session:
         try:
-            published = view(session, user=None, campaign=campaign)
+            published = view(session, campaign=campaign)
         except NotFound:
             published = pd.DataFrame()
     return published, summary_table(store, campaign)

@@ -1,13 +1,16 @@
-"""studio.ui.curate_flow without a browser, on the real store (SQLite and PostgreSQL): role checks on every call,
-browse with filters and pages, one scenario's detail (escaped), decisions with an audit trail, publishing,
-downloads and aggregation."""
+"""The curator page without a browser, on the real store (SQLite and PostgreSQL): what its handlers do — the
+caller's context opened from the session token, ``studio.usecases.curate`` (role checks on every call), the views of
+``studio.ui.curate_views`` / ``studio.ui.tables`` — and the handlers themselves for the listing: browse with filters
+and pages, one scenario's detail (escaped), decisions with an audit trail, publishing, downloads and aggregation."""
 
 from __future__ import annotations
 
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -22,11 +25,16 @@ from studio.results.export_formats import read_table
 from studio.services.aggregation import aggregate_campaign
 from studio.services.auth import login
 from studio.services.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
-from studio.ui import curate_flow
+from studio.ui import curate_views as views
+from studio.ui import downloads, tables
+from studio.ui.tables import TablePage
+from studio.usecases import annotate, curate
+from studio.usecases.context import RequestContext
 from tests.studio.helpers import PASSWORD, make_scenarios
 
 HOSTILE_INPUT = "<img src=x onerror=alert(1)><script>alert(2)</script> ${alert(3)} {{x}}"
 HOSTILE_REFERENCE = '=HYPERLINK("http://evil.example","click")'
+Use = Callable[[Any, UserPublic], Any]
 
 
 def token(engine: Engine, username: str) -> str:
@@ -51,6 +59,71 @@ def tokens(voted: Engine, users: dict[str, UserPublic]) -> Tokens:
     return Tokens(voted)
 
 
+def as_caller(engine: Engine, session_token: str | None, use: Use, *, write: bool = False) -> Any:
+    """What a handler does: open the token's context (one session, the caller in it), run ``use(session, caller)``."""
+    context = RequestContext(engine, session_token)
+    with context.writing() if write else context.reading() as (session, caller):
+        return use(session, caller)
+
+
+def browse(engine: Engine, session_token: str, **choices: Any) -> TablePage:
+    """The Scenarios listing as the page shows it."""
+    found = as_caller(engine, session_token, lambda s, c: curate.browse_scenarios(s, caller=c, **choices))
+    return tables.table_page(found, tables.SCENARIO_COLUMNS)
+
+
+def scenario_view(engine: Engine, session_token: str, scenario_id: str) -> views.ScenarioView:
+    def use(session: Any, caller: UserPublic) -> views.ScenarioView:
+        detail = curate.scenario_detail(session, caller=caller, scenario_id=scenario_id)
+        audit = curate.audit_entries(session, caller=caller, scenario_id=scenario_id)
+        return views.scenario_view(scenario_id, detail, audit)
+
+    return as_caller(engine, session_token, use)
+
+
+def decide(
+    engine: Engine, session_token: str, scenario_id: str | None, action: str, reason: str, edits: Any = None
+) -> str:
+    status = as_caller(
+        engine,
+        session_token,
+        lambda s, c: curate.decide(
+            s, caller=c, scenario_id=scenario_id or "", action=action, reason=reason, edits=edits
+        ),
+        write=True,
+    )
+    return views.decision_message(str(scenario_id), action, status)
+
+
+def publish(engine: Engine, session_token: str, name: str, note: str | None) -> str:
+    version, created = as_caller(
+        engine, session_token, lambda s, c: curate.publish(s, caller=c, name=name, note=note), write=True
+    )
+    return views.publish_message(version, created)
+
+
+def audit_log(engine: Engine, session_token: str) -> pd.DataFrame:
+    return views.audit_frame(as_caller(engine, session_token, lambda s, c: curate.audit_entries(s, caller=c)))
+
+
+def download_version(engine: Engine, session_token: str, version: str, fmt: str, directory: Path) -> Path:
+    records = as_caller(
+        engine, session_token, lambda s, c: curate.dataset_version_records(s, caller=c, version=version)
+    )
+    return downloads.version_file(records, version, fmt, directory)
+
+
+def run_aggregation(engine: Engine, session_token: str, campaign: str | None) -> pd.DataFrame:
+    answers = as_caller(engine, session_token, lambda s, c: curate.answers_to_aggregate(s, caller=c, campaign=campaign))
+    summaries = as_caller(
+        engine,
+        session_token,
+        lambda s, c: curate.write_aggregation(s, caller=c, campaign=campaign, answers=answers),
+        write=True,
+    )
+    return views.aggregation_frame(summaries)
+
+
 def add_hostile_scenario(engine: Engine, folder: Path) -> None:
     hostile = Scenario(
         id="evil-1",
@@ -67,17 +140,16 @@ def add_hostile_scenario(engine: Engine, folder: Path) -> None:
 
 def test_every_call_checks_the_caller(voted: Engine, tokens: Tokens, tmp_path: Path) -> None:
     readers = [
-        lambda t: curate_flow.browse_scenarios(voted, t),
-        lambda t: curate_flow.browse_responses(voted, t),
-        lambda t: curate_flow.scenario_view(voted, t, "dlg-1"),
-        lambda t: curate_flow.audit_log(voted, t),
-        lambda t: curate_flow.dataset_versions(voted, t),
-        lambda t: curate_flow.campaign_names(voted, t),
+        lambda t: browse(voted, t),
+        lambda t: as_caller(voted, t, lambda s, c: curate.browse_responses(s, caller=c)),
+        lambda t: scenario_view(voted, t, "dlg-1"),
+        lambda t: audit_log(voted, t),
+        lambda t: as_caller(voted, t, lambda s, c: curate.dataset_versions(s, caller=c)),
     ]
     writers = [
-        lambda t: curate_flow.decide(voted, t, "dlg-1", "reject", "spam"),
-        lambda t: curate_flow.publish(voted, t, "v1", None),
-        lambda t: curate_flow.run_aggregation(voted, t, "vote"),
+        lambda t: decide(voted, t, "dlg-1", "reject", "spam"),
+        lambda t: publish(voted, t, "v1", None),
+        lambda t: run_aggregation(voted, t, "vote"),
     ]
     for call in [*readers, *writers]:
         for role in ("annotator", "expert"):
@@ -94,112 +166,114 @@ def test_every_call_checks_the_caller(voted: Engine, tokens: Tokens, tmp_path: P
     downloads = tmp_path / "downloads"
     downloads.mkdir()
     with pytest.raises(PermissionDenied):
-        curate_flow.download_version(voted, tokens["annotator"], "v1", "csv", downloads)
+        download_version(voted, tokens["annotator"], "v1", "csv", downloads)
     assert list(downloads.iterdir()) == []
-    assert curate_flow.audit_log(voted, tokens["admin"], scenario_id="dlg-1").empty
+    assert scenario_view(voted, tokens["admin"], "dlg-1").audit.empty
 
 
 def test_browse_filters_and_pages(voted: Engine, tokens: Tokens) -> None:
     curator = tokens["curator"]
     with write_session(voted) as session:
         aggregate_campaign(session, campaign="vote")
-    first = curate_flow.browse_scenarios(voted, curator, page_size=4)
-    second = curate_flow.browse_scenarios(voted, curator, page=2, page_size=4)
+    first = browse(voted, curator, page_size=4)
+    second = browse(voted, curator, page=2, page_size=4)
     assert (first.total, first.pages, len(first.frame), len(second.frame)) == (6, 2, 4, 2)
     assert first.summary == "6 match · page 1 of 2"
     assert list(first.frame["id"]) + list(second.frame["id"]) == sorted(s.id for s in make_scenarios())
-    past_end = curate_flow.browse_scenarios(voted, curator, page=9, page_size=4)
+    past_end = browse(voted, curator, page=9, page_size=4)
     assert (past_end.page, list(past_end.frame["id"])) == (2, list(second.frame["id"]))
-    assert list(curate_flow.browse_scenarios(voted, curator, agreement_below=" 0.6 ").frame["id"]) == ["dlg-3", "iti-3"]
+    assert list(browse(voted, curator, agreement_below=" 0.6 ").frame["id"]) == ["dlg-3", "iti-3"]
     for bad in ("abc", "1.5", "-0.1"):
         with pytest.raises(InvalidInput, match="agreement_below"):
-            curate_flow.browse_scenarios(voted, curator, agreement_below=bad)
-    assert list(curate_flow.browse_scenarios(voted, curator, subtask="itinerary_basic").frame["id"]) == [
+            browse(voted, curator, agreement_below=bad)
+    assert list(browse(voted, curator, subtask="itinerary_basic").frame["id"]) == [
         "iti-1",
         "iti-3",
     ]
-    low = curate_flow.browse_scenarios(voted, curator, agreement_below=0.6).frame
+    low = browse(voted, curator, agreement_below=0.6).frame
     assert list(low["id"]) == ["dlg-3", "iti-3"] and (low["crowd_agreement"] < 0.6).all()
-    assert list(curate_flow.browse_scenarios(voted, curator, disagreement=True).frame["id"]) == [
+    assert list(browse(voted, curator, disagreement=True).frame["id"]) == [
         "dlg-3",
         "iti-2",
         "iti-3",
     ]
-    assert list(curate_flow.browse_scenarios(voted, curator, status="rejected").frame["id"]) == ["iti-1"]
-    assert curate_flow.browse_scenarios(voted, curator, status="pending").frame.empty
-    flagged = curate_flow.browse_responses(voted, curator, flagged=True, page_size=100)
+    assert list(browse(voted, curator, status="rejected").frame["id"]) == ["iti-1"]
+    assert browse(voted, curator, status="pending").frame.empty
+    flagged = tables.table_page(
+        as_caller(voted, curator, lambda s, c: curate.browse_responses(s, caller=c, flagged="yes", page_size=100)),
+        tables.RESPONSE_COLUMNS,
+    )
     assert flagged.total > 0 and flagged.frame["needs_adjudication"].all()
     assert set(flagged.frame["subtask"]) <= {"itinerary_basic", "itinerary_middle"}
     with pytest.raises(InvalidInput, match="status"):
-        curate_flow.browse_scenarios(voted, curator, status="maybe")
+        browse(voted, curator, status="maybe")
 
 
 def test_scenario_view_shows_votes_scores_and_escapes_text(voted: Engine, tokens: Tokens, tmp_path: Path) -> None:
-    view = curate_flow.scenario_view(voted, tokens["curator"], "dlg-3")
+    view = scenario_view(voted, tokens["curator"], "dlg-3")
     verdicts = view.tallies[view.tallies["question"] == "verdict"]
     assert dict(zip(verdicts["value"], verdicts["count"], strict=True)) == {"discard": 1, "keep": 1}
     assert set(view.comments["text"]) == {"ann-1 on dlg-3", "ann-2 on dlg-3"}
     assert len(view.scores) == 4 and set(view.scores["model"]) == {"model-alpha", "model-beta"}
     assert "提醒我明天开会" in view.item_html
     with pytest.raises(NotFound):
-        curate_flow.scenario_view(voted, tokens["curator"], "nope")
+        scenario_view(voted, tokens["curator"], "nope")
 
     add_hostile_scenario(voted, tmp_path / "run")
-    hostile = curate_flow.scenario_view(voted, tokens["curator"], "evil-1")
+    hostile = scenario_view(voted, tokens["curator"], "evil-1")
     for html in (hostile.item_html, hostile.persona_html):
         assert "<img" not in html and "<script" not in html and "<b>" not in html and "<i>" not in html
         assert "${" not in html and "{{" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in hostile.item_html
-    row = curate_flow.browse_scenarios(voted, tokens["curator"], subtask="dialogue_base").frame
+    row = browse(voted, tokens["curator"], subtask="dialogue_base").frame
     assert HOSTILE_INPUT in set(row["user_input"])  # the table gets the text itself; gr.Dataframe shows it as text
 
 
 def test_decisions_need_a_reason_and_are_audit_logged(voted: Engine, tokens: Tokens) -> None:
     curator = tokens["curator"]
     with pytest.raises(InvalidInput, match="reason"):
-        curate_flow.decide(voted, curator, "dlg-1", "reject", "   ")
+        decide(voted, curator, "dlg-1", "reject", "   ")
     with pytest.raises(InvalidInput, match="scenario_id"):
-        curate_flow.decide(voted, curator, None, "reject", "why")
-    assert curate_flow.decide(voted, curator, "dlg-1", "reject", "duplicate of dlg-2") == (
-        "dlg-1: reject saved (status rejected)."
-    )
+        decide(voted, curator, None, "reject", "why")
+    assert decide(voted, curator, "dlg-1", "reject", "duplicate of dlg-2") == ("dlg-1: reject saved (status rejected).")
     with pytest.raises(InvalidInput, match="edits: not valid JSON"):
-        curate_flow.decide(voted, curator, "dlg-2", "edit", "typo", "{reference: oops")
+        decide(voted, curator, "dlg-2", "edit", "typo", "{reference: oops")
     with pytest.raises(InvalidInput, match="edits: must be a JSON object"):
-        curate_flow.decide(voted, curator, "dlg-2", "edit", "typo", '["x"]')
+        decide(voted, curator, "dlg-2", "edit", "typo", '["x"]')
     with pytest.raises(InvalidInput, match=r"edits\.model"):
-        curate_flow.decide(voted, curator, "dlg-2", "edit", "typo", '{"model": "x"}')
-    curate_flow.decide(voted, tokens["admin"], "dlg-2", "edit", "typo", json.dumps({"reference": "新的参考回复"}))
+        decide(voted, curator, "dlg-2", "edit", "typo", '{"model": "x"}')
+    decide(voted, tokens["admin"], "dlg-2", "edit", "typo", json.dumps({"reference": "新的参考回复"}))
 
-    log = curate_flow.audit_log(voted, tokens["researcher"])
+    log = audit_log(voted, tokens["researcher"])
     assert list(log["action"][:2]) == ["scenario.edit", "scenario.reject"]
     edit, reject = log.iloc[0], log.iloc[1]
     assert (reject["actor"], reject["entity_id"], reject["reason"]) == ("curator", "dlg-1", "duplicate of dlg-2")
     assert json.loads(reject["before"])["status"] == "pending" and json.loads(reject["after"])["status"] == "rejected"
     assert edit["actor"] == "admin" and "新的参考回复" in edit["after"]
-    view = curate_flow.scenario_view(voted, curator, "dlg-2")
+    view = scenario_view(voted, curator, "dlg-2")
     assert "新的参考回复" in view.item_html and "edited fields:</b> reference" in view.status_html
-    assert list(curate_flow.scenario_view(voted, curator, "dlg-1").audit["reason"]) == ["duplicate of dlg-2"]
-    rejected = curate_flow.browse_scenarios(voted, curator, status="rejected").frame
+    assert list(scenario_view(voted, curator, "dlg-1").audit["reason"]) == ["duplicate of dlg-2"]
+    rejected = browse(voted, curator, status="rejected").frame
     assert list(rejected["id"]) == ["dlg-1"] and list(rejected["decided_by"]) == ["curator:curator"]
 
 
 def test_publish_list_and_download_versions(voted: Engine, tokens: Tokens, tmp_path: Path) -> None:
     curator = tokens["curator"]
     with pytest.raises(InvalidInput, match="no accepted scenario"):
-        curate_flow.publish(voted, curator, "v1", None)
+        publish(voted, curator, "v1", None)
     add_hostile_scenario(voted, tmp_path / "run")
     for scenario_id in ("dlg-1", "evil-1"):
-        curate_flow.decide(voted, curator, scenario_id, "accept", "checked")
-    assert curate_flow.publish(voted, curator, "v1", "first cut").startswith("Published v1: 2 scenarios")
-    assert "already version v1" in curate_flow.publish(voted, curator, "v2", None)
-    versions = curate_flow.dataset_versions(voted, tokens["researcher"])
+        decide(voted, curator, scenario_id, "accept", "checked")
+    assert publish(voted, curator, "v1", "first cut").startswith("Published v1: 2 scenarios")
+    assert "already version v1" in publish(voted, curator, "v2", None)
+    versions = views.versions_frame(
+        as_caller(voted, tokens["researcher"], lambda s, c: curate.dataset_versions(s, caller=c))
+    )
     assert list(versions["name"]) == ["v1"] and list(versions["note"]) == ["first cut"]
 
-    directory = curate_flow.new_download_dir()
+    directory = downloads.new_download_dir()
     paths = {
-        fmt: curate_flow.download_version(voted, tokens["researcher"], "v1", fmt, directory)
-        for fmt in curate_flow.DOWNLOAD_FORMATS
+        fmt: download_version(voted, tokens["researcher"], "v1", fmt, directory) for fmt in downloads.DOWNLOAD_FORMATS
     }
     assert {path.parent for path in paths.values()} == {directory}
     assert paths["csv"].name == "h2h-scenarios-v1.csv"
@@ -211,36 +285,39 @@ def test_publish_list_and_download_versions(voted: Engine, tokens: Tokens, tmp_p
     assert jsonl[1]["reference"] == HOSTILE_REFERENCE and jsonl[1]["history"][0]["content"] == "<i>earlier</i>"
     assert list(pd.read_parquet(paths["parquet"])["id"]) == ["dlg-1", "evil-1"]
     with pytest.raises(NotFound):
-        curate_flow.download_version(voted, curator, "nope", "csv", directory)
+        download_version(voted, curator, "nope", "csv", directory)
     with pytest.raises(InvalidInput, match="format"):
-        curate_flow.download_version(voted, curator, "v1", "../../etc/passwd", directory)
-    assert curate_flow.safe_filename("../../etc/passwd") == "etc_passwd"
+        download_version(voted, curator, "v1", "../../etc/passwd", directory)
+    assert downloads.safe_filename("../../etc/passwd") == "etc_passwd"
 
 
 def test_run_aggregation_reports_and_is_idempotent(voted: Engine, tokens: Tokens) -> None:
-    assert curate_flow.campaign_names(voted, tokens["curator"]) == ["vote"]
-    first = curate_flow.run_aggregation(voted, tokens["curator"], "vote")
+    names = as_caller(
+        voted, tokens["curator"], lambda s, c: annotate.visible_campaigns(s, caller=c, include_closed=True)
+    )
+    assert [campaign.name for campaign in names] == ["vote"]
+    first = run_aggregation(voted, tokens["curator"], "vote")
     assert list(first["campaign"]) == ["vote"] and first.loc[0, "changed"] > 0
     assert "in_review" in first.loc[0, "statuses"]
-    everything = curate_flow.run_aggregation(voted, tokens["admin"], None)
+    everything = run_aggregation(voted, tokens["admin"], None)
     assert everything.loc[everything["campaign"] == "vote", "changed"].tolist() == [0]
     with pytest.raises(NotFound):
-        curate_flow.run_aggregation(voted, tokens["curator"], "nope")
+        run_aggregation(voted, tokens["curator"], "nope")
 
 
 def test_display_frame_cuts_text_and_renders_nested_values_as_json() -> None:
-    frame = curate_flow.display_frame([{"text": "x" * 500, "tags": {"a": 1}, "score": 0.123456, "none": float("nan")}])
-    assert len(frame.loc[0, "text"]) == curate_flow.CELL_CHARS and frame.loc[0, "text"].endswith("…")
+    frame = tables.display_frame([{"text": "x" * 500, "tags": {"a": 1}, "score": 0.123456, "none": float("nan")}])
+    assert len(frame.loc[0, "text"]) == tables.CELL_CHARS and frame.loc[0, "text"].endswith("…")
     assert frame.loc[0, "tags"] == '{"a": 1}' and frame.loc[0, "score"] == 0.1235
     assert frame.loc[0, "none"] is None or pd.isna(frame.loc[0, "none"])
 
 
 def test_download_dirs_are_fresh_and_old_ones_are_pruned() -> None:
-    old = curate_flow.new_download_dir()
+    old = downloads.new_download_dir()
     (old / "h2h-scenarios-v1.csv").write_text("id\n", encoding="utf-8")
-    recent = curate_flow.new_download_dir()
+    recent = downloads.new_download_dir()
     two_hours_ago = time.time() - 7200
     os.utime(old, (two_hours_ago, two_hours_ago))
-    fresh = curate_flow.new_download_dir()
-    assert fresh not in (old, recent) and fresh.name.startswith(curate_flow.DOWNLOAD_PREFIX)
+    fresh = downloads.new_download_dir()
+    assert fresh not in (old, recent) and fresh.name.startswith(downloads.DOWNLOAD_PREFIX)
     assert not old.exists() and recent.is_dir() and list(fresh.iterdir()) == []

@@ -1,0 +1,151 @@
+"""Who may do what: the studio's roles and every authorisation rule, in this one module.
+
+The pattern is argilla-server's: a policy *action* is a small function of the caller (``Policy.action(resource)``
+returns it), and a use case calls :func:`authorize` with it before it does anything else::
+
+    authorize(caller, CurationPolicy.decide())
+    authorize(caller, CampaignPolicy.answer(campaign))
+
+A refusal raises ``PermissionDenied`` with a ``field: problem`` message safe to show the caller; no caller at all
+raises ``NotAuthenticated``. Services below the use cases trust their callers (the use cases, and the command line,
+which is trusted) and check no roles. No other module writes a role name: schemas, models and commands import
+:data:`ROLES` and :data:`Role` from here.
+
+This module imports neither the ORM nor a web framework, so ``h2h --help`` can build its role choices from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Literal, Protocol, get_args
+
+from studio.services.errors import NotAuthenticated, PermissionDenied
+
+Role = Literal["annotator", "expert", "curator", "researcher", "admin"]
+#: Every role, in order of the studio's workflow (the order ``h2h users add --role`` lists them).
+ROLES: tuple[Role, ...] = get_args(Role)
+
+#: People who change the dataset: decide scenarios, publish versions, run aggregation.
+CURATORS: frozenset[Role] = frozenset({"curator", "admin"})
+#: People who read results and the curation views (curators too).
+RESEARCHERS: frozenset[Role] = frozenset({"researcher", "curator", "admin"})
+#: People who manage campaigns: they see every campaign, open or closed, and every campaign's progress.
+MANAGERS: frozenset[Role] = RESEARCHERS
+
+
+class Caller(Protocol):
+    """Anything with a role: the signed-in person (``studio.models.UserPublic``)."""
+
+    @property
+    def role(self) -> str: ...
+
+
+class CampaignLike(Protocol):
+    """A campaign as a policy sees it: its name and the roles its schema lets answer (a row or a parsed state)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def eligible_roles(self) -> Iterable[str]: ...
+
+
+#: A rule: None when the caller may go ahead, else why not (``field: problem``, safe to show the caller).
+PolicyAction = Callable[[Caller], str | None]
+
+
+def authorize(caller: Caller | None, action: PolicyAction) -> None:
+    """Raise ``NotAuthenticated`` for no caller, ``PermissionDenied`` when ``action`` refuses ``caller``."""
+    if caller is None:
+        raise NotAuthenticated("login required")
+    refusal = action(caller)
+    if refusal is not None:
+        raise PermissionDenied(refusal)
+
+
+def is_allowed(caller: Caller | None, action: PolicyAction) -> bool:
+    """Whether :func:`authorize` would let ``caller`` go ahead (for what a page shows; never instead of it)."""
+    return caller is not None and action(caller) is None
+
+
+def _one_of(roles: frozenset[Role]) -> PolicyAction:
+    needs = " or ".join(role for role in ROLES if role in roles)
+
+    def is_allowed_role(caller: Caller) -> str | None:
+        return None if caller.role in roles else f"role: {caller.role!r} may not do this (needs {needs})"
+
+    return is_allowed_role
+
+
+def _anyone(_caller: Caller) -> str | None:
+    return None
+
+
+class AccountPolicy:
+    """The caller's own account: their profile, signing out, their own answers."""
+
+    @staticmethod
+    def own() -> PolicyAction:
+        return _anyone
+
+
+class CampaignPolicy:
+    """Campaigns: who answers them, who sees them listed, who reads their progress."""
+
+    @staticmethod
+    def answer(campaign: CampaignLike) -> PolicyAction:
+        """Take items, answer, skip and revise: the roles the campaign's schema names (``eligible_roles``)."""
+
+        def may_answer(caller: Caller) -> str | None:
+            if caller.role in set(campaign.eligible_roles):
+                return None
+            return f"campaign: {campaign.name!r} is not open to role {caller.role!r}"
+
+        return may_answer
+
+    @staticmethod
+    def list_all() -> PolicyAction:
+        """See every campaign in listings, closed ones included (others see the open ones they may answer)."""
+        return _one_of(MANAGERS)
+
+    @staticmethod
+    def read_progress(campaign: CampaignLike) -> PolicyAction:
+        """A campaign's progress: those who answer it, and managers."""
+        answering = CampaignPolicy.answer(campaign)
+
+        def may_read(caller: Caller) -> str | None:
+            return None if caller.role in MANAGERS else answering(caller)
+
+        return may_read
+
+
+class CurationPolicy:
+    """The dataset: browsing and reading it, deciding scenarios, publishing versions, aggregating answers."""
+
+    @staticmethod
+    def read() -> PolicyAction:
+        """Browse scenarios and responses, read one scenario, the audit log and the published versions."""
+        return _one_of(RESEARCHERS)
+
+    @staticmethod
+    def decide() -> PolicyAction:
+        """Accept, edit or reject a scenario."""
+        return _one_of(CURATORS)
+
+    @staticmethod
+    def publish() -> PolicyAction:
+        """Publish the accepted scenarios as a dataset version."""
+        return _one_of(CURATORS)
+
+    @staticmethod
+    def aggregate() -> PolicyAction:
+        """Run the campaigns' aggregation rules (they write statuses, review items and J_human)."""
+        return _one_of(CURATORS)
+
+
+class ResultsPolicy:
+    """Results: the leaderboard, Table 3, Fig. 7, agreement, calibration, progress, score distributions."""
+
+    @staticmethod
+    def read() -> PolicyAction:
+        return _one_of(RESEARCHERS)

@@ -1,0 +1,147 @@
+"""The curator page's views: use-case results (``studio.usecases.curate``) turned into component values.
+
+The scenario comes back as HTML escaped by :mod:`studio.ui.render`; tables as DataFrames of plain values
+(:mod:`studio.ui.tables`). Nothing here opens a session or checks a role: the handlers of :mod:`studio.ui.curate`
+get the results from the use cases, which do.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from studio.models import AuditLogPublic
+from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
+from studio.services.aggregation import AggregationSummary
+from studio.ui.render import escape_text, render_item, render_persona
+from studio.ui.tables import (
+    AGGREGATION_COLUMNS,
+    AUDIT_COLUMNS,
+    COMMENT_COLUMNS,
+    SCORE_COLUMNS,
+    TALLY_COLUMNS,
+    VERSION_COLUMNS,
+    display_frame,
+)
+
+
+@dataclass(frozen=True)
+class ScenarioView:
+    """What the curator sees of one scenario: its text (escaped HTML), review state, votes and scores."""
+
+    scenario_id: str
+    item_html: str
+    persona_html: str
+    status_html: str
+    tallies: pd.DataFrame
+    comments: pd.DataFrame
+    scores: pd.DataFrame
+    audit: pd.DataFrame
+
+
+def _tally_rows(campaigns: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    tallies: list[dict[str, Any]] = []
+    comments: list[dict[str, Any]] = []
+    for campaign in campaigns:
+        for question, tally in campaign["questions"].items():
+            for value, count in sorted(tally["counts"].items()):
+                tallies.append(
+                    {
+                        "campaign": campaign["campaign"],
+                        "question": question,
+                        "value": value,
+                        "count": count,
+                        "percent_agreement": tally.get("percent_agreement"),
+                    }
+                )
+        comments.extend({"campaign": campaign["campaign"], **comment} for comment in campaign["comments"])
+    return (display_frame(tallies, TALLY_COLUMNS), pd.DataFrame.from_records(comments, columns=COMMENT_COLUMNS))
+
+
+def _status_html(detail: dict[str, Any]) -> str:
+    status = detail["status"] or {}
+    parts = [f"<b>Status:</b> {escape_text(status.get('status', 'pending'))}"]
+    if status.get("decided_by"):
+        parts.append(f"<b>decided by</b> {escape_text(status['decided_by'])}")
+    if status.get("reason"):
+        parts.append(f"<b>reason:</b> {escape_text(status['reason'])}")
+    if status.get("edits"):
+        parts.append(f"<b>edited fields:</b> {escape_text(', '.join(sorted(status['edits'])))}")
+    if detail["base_changed"]:
+        parts.append("<b>the ingested text changed under this edit</b>")
+    return '<div class="h2h-curate-status">' + " · ".join(parts) + "</div>"
+
+
+def _shown_tags(tags: Any) -> dict[str, Any]:
+    if not isinstance(tags, dict):
+        return {}
+    return {name: value for name, value in tags.items() if value not in (None, False, "", [])}
+
+
+def scenario_view(scenario_id: str, detail: dict[str, Any], audit: Iterable[AuditLogPublic]) -> ScenarioView:
+    """One scenario (``curate.scenario_detail``) and its audit entries as the curator sees them."""
+    record = detail["scenario"]
+    tallies, comments = _tally_rows(detail["campaigns"])
+    scores = display_frame(detail["responses"], ["id", *SCORE_COLUMNS])
+    return ScenarioView(
+        scenario_id=scenario_id,
+        item_html=render_item({**record, "tags": _shown_tags(record.get("tags"))}),
+        persona_html=render_persona(record.get("persona")),
+        status_html=_status_html(detail),
+        tallies=tallies,
+        comments=comments,
+        scores=scores.drop(columns=["id"]),
+        audit=audit_frame(audit),
+    )
+
+
+def audit_frame(entries: Iterable[AuditLogPublic]) -> pd.DataFrame:
+    """Audit entries as rows: when, who, what, before, after and why."""
+    rows = [
+        {
+            "at": entry.at.isoformat(timespec="seconds"),
+            "actor": entry.actor,
+            "action": entry.action,
+            "entity": entry.entity,
+            "entity_id": entry.entity_id,
+            "before": entry.detail.get("before"),
+            "after": entry.detail.get("after"),
+            "reason": entry.detail.get("reason"),
+        }
+        for entry in entries
+    ]
+    return display_frame(rows, AUDIT_COLUMNS)
+
+
+def versions_frame(versions: Iterable[DatasetVersionPublic]) -> pd.DataFrame:
+    """Published versions, newest first: name, scenarios, created_at, created_by, note, content hash."""
+    rows = [
+        {
+            "name": version.name,
+            "scenarios": version.n_scenarios,
+            "created_at": version.created_at.isoformat(timespec="seconds"),
+            "created_by": version.created_by,
+            "note": version.note,
+            "content_hash": version.content_hash,
+        }
+        for version in reversed(list(versions))
+    ]
+    return display_frame(rows, VERSION_COLUMNS)
+
+
+def aggregation_frame(summaries: Iterable[AggregationSummary]) -> pd.DataFrame:
+    """One row per aggregated campaign: what the run found and changed."""
+    return display_frame([summary.model_dump(exclude={"table"}) for summary in summaries], AGGREGATION_COLUMNS)
+
+
+def decision_message(scenario_id: str, action: str, status: ScenarioStatusPublic) -> str:
+    return f"{scenario_id}: {action} saved (status {status.status})."
+
+
+def publish_message(version: DatasetVersionPublic, created: bool) -> str:
+    if created:
+        return f"Published {version.name}: {version.n_scenarios} scenarios (sha256 {version.content_hash[:12]})."
+    return f"Nothing new to publish: the accepted scenarios are already version {version.name}."

@@ -1,0 +1,133 @@
+"""Tables for the page: use-case results turned into DataFrames of plain values for ``gr.Dataframe``.
+
+Long text is cut, nested values become JSON text, floats are rounded to 4 places, NaN is empty. The page shows every
+cell as text (``datatype="str"``: text nodes, never HTML or Markdown), so model names and dataset text stay inert.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from studio.services.curation import Page
+from studio.usecases.queries import Paging
+
+#: Long text is cut in listing tables (the detail view shows it whole).
+CELL_CHARS = 120
+SCENARIO_COLUMNS: list[str] = [
+    "id",
+    "subtask",
+    "status",
+    "user_input",
+    "reference",
+    "crowd_decision",
+    "crowd_votes",
+    "crowd_agreement",
+    "disagreement",
+    "edited",
+    "decided_by",
+]
+RESPONSE_COLUMNS: list[str] = [
+    "scenario_id",
+    "model",
+    "variant",
+    "subtask",
+    "needs_adjudication",
+    "S",
+    "J_judge",
+    "J",
+    "J_human",
+    "J_final",
+]
+TALLY_COLUMNS: list[str] = ["campaign", "question", "value", "count", "percent_agreement"]
+COMMENT_COLUMNS: list[str] = ["campaign", "annotator", "question", "text"]
+SCORE_COLUMNS: list[str] = ["model", "variant", "bleu4", "rougeL", "ss", "S", "J_judge", "J", "J_human", "J_final"]
+VERSION_COLUMNS: list[str] = ["name", "scenarios", "created_at", "created_by", "note", "content_hash"]
+AUDIT_COLUMNS: list[str] = ["at", "actor", "action", "entity", "entity_id", "before", "after", "reason"]
+AGGREGATION_COLUMNS: list[str] = [
+    "campaign",
+    "workflow_type",
+    "rule",
+    "answers",
+    "complete_items",
+    "incomplete_items",
+    "changed",
+    "review_campaign",
+    "review_items_opened",
+    "statuses",
+    "pending_adjudication",
+]
+
+
+@dataclass(frozen=True)
+class TablePage:
+    """One page of a listing: the rows to show, how many rows match, and the page numbers."""
+
+    frame: pd.DataFrame
+    total: int
+    page: int
+    pages: int
+
+    @property
+    def summary(self) -> str:
+        """A one-line caption, e.g. ``"12 match · page 1 of 3"``."""
+        return f"{self.total} match · page {self.page} of {self.pages}"
+
+
+def shorten(value: Any, limit: int = CELL_CHARS) -> Any:
+    """Text cut to ``limit`` characters (with an ellipsis); other values unchanged."""
+    if isinstance(value, str) and len(value) > limit:
+        return value[: limit - 1] + "…"
+    return value
+
+
+def _rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) else round(value, 4)
+    if isinstance(value, list | tuple):
+        return [_rounded(part) for part in value]
+    if isinstance(value, dict):
+        return {key: _rounded(part) for key, part in value.items()}
+    return value
+
+
+def _display_cell(value: Any) -> Any:
+    if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars and arrays
+        value = value.tolist()
+    value = _rounded(value)
+    if isinstance(value, dict | list | tuple):
+        value = json.dumps(value, ensure_ascii=False, default=str)
+    return shorten(value)
+
+
+def display_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: list[str] | None = None) -> pd.DataFrame:
+    """Rows as a DataFrame for display: long text cut, nested values as JSON text, floats rounded to 4 places."""
+    frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(rows, columns=columns)
+    for column in frame.columns:
+        frame[column] = frame[column].map(_display_cell)
+    return frame
+
+
+def table_page(found: Page, columns: list[str]) -> TablePage:
+    """A use case's :class:`~studio.services.curation.Page` as the page shows it (only ``columns``)."""
+    frame = display_frame(found.rows)[columns] if found.rows else pd.DataFrame(columns=columns)
+    pages = Paging(page=found.page, page_size=found.page_size).pages(found.total)
+    return TablePage(frame, found.total, found.page, pages)
+
+
+def table(label: str, elem_id: str, columns: list[str] | None = None) -> Any:
+    """A read-only table whose cells are shown as plain text (``columns``: the headers shown while empty)."""
+    import gradio as gr
+
+    return gr.Dataframe(
+        pd.DataFrame(columns=columns or [""]),
+        label=label,
+        elem_id=elem_id,
+        interactive=False,
+        datatype="str",
+        max_height=600,
+    )

@@ -1,0 +1,188 @@
+"""Annotating: the campaigns a person sees, the next item, skip, submit, revise, their own answers and progress.
+
+Every function takes the request's ``session`` and ``caller`` (see :class:`studio.usecases.context.RequestContext`),
+authorises the caller first (``studio.policies``) and then calls the services, which own the queue's rules and the
+SQL. The REST routes and the Gradio annotate page call these same functions; neither door checks a role itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+from sqlmodel import Session
+
+from studio.models import AnswerPublic, CampaignPublic, UserPublic
+from studio.policies import AccountPolicy, CampaignPolicy, authorize, is_allowed
+from studio.schemas import WorkflowSchema
+from studio.services import answers, campaigns, queue
+from studio.services.answers import DEFAULT_MAX_SECONDS, SubmitResult
+from studio.services.campaigns import CampaignSummary
+from studio.services.queue import DEFAULT_LEASE_SECONDS, ItemView
+from studio.services.queue_rows import CampaignState
+from studio.settings import Settings
+
+
+@dataclass(frozen=True)
+class AnswerLimits:
+    """The settings answering obeys (see :class:`studio.settings.Settings`)."""
+
+    lease_seconds: int = DEFAULT_LEASE_SECONDS
+    max_seconds_spent: float = DEFAULT_MAX_SECONDS
+    max_text_chars: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AnswerLimits:
+        return cls(
+            lease_seconds=settings.lease_seconds,
+            max_seconds_spent=settings.max_seconds_spent,
+            max_text_chars=settings.max_text_chars,
+        )
+
+
+class Submission(BaseModel):
+    """One submit: the item and lease it answers (as they were shown), an id that makes retries safe, the answers."""
+
+    item_id: int
+    lease_id: str = Field(min_length=1, max_length=64)
+    submission_id: str = Field(min_length=1, max_length=128)
+    answers: dict[str, Any]
+    seconds_spent: float | None = None
+
+
+@dataclass(frozen=True)
+class Offer:
+    """What the annotate page shows next: the item (None: nothing left for the caller), the campaign's schema (the
+    form to show) and progress (the caller's answers, the campaign's answers and complete items)."""
+
+    view: ItemView | None
+    schema: WorkflowSchema
+    progress: dict[str, Any]
+
+
+def _answerable(session: Session, caller: UserPublic, campaign: str) -> CampaignState:
+    """The campaign (``NotFound`` when unknown), once the caller is allowed to answer it."""
+    found = queue.campaign_state(session, campaign)
+    authorize(caller, CampaignPolicy.answer(found))
+    return found
+
+
+def visible_campaigns(session: Session, *, caller: UserPublic, include_closed: bool = False) -> list[CampaignPublic]:
+    """The campaigns the caller sees, by name: the open ones they may answer; with ``include_closed``, managers see
+    every campaign (others still see only theirs)."""
+    authorize(caller, AccountPolicy.own())
+    sees_all = include_closed and is_allowed(caller, CampaignPolicy.list_all())
+    return [
+        campaign
+        for campaign in campaigns.list_campaigns(session)
+        if sees_all or (campaign.status == "open" and is_allowed(caller, CampaignPolicy.answer(campaign)))
+    ]
+
+
+def campaign_summaries(session: Session, *, caller: UserPublic) -> list[CampaignSummary]:
+    """:func:`visible_campaigns` with each one's title and progress."""
+    return campaigns.campaign_summaries(session, visible_campaigns(session, caller=caller))
+
+
+def next_item(session: Session, *, caller: UserPublic, campaign: str, lease_seconds: int) -> ItemView | None:
+    """Lease the caller's next item (or give back the one they hold) and the view of it; None when none is left.
+
+    Run it in a write session: handing out decides under the campaign's queue lock.
+    """
+    _answerable(session, caller, campaign)
+    handout = queue.take_lease(session, campaign=campaign, user=caller, lease_seconds=lease_seconds)
+    # The view's few reads stay in this transaction: measured with benchmarks/bench_load.py, a second (read)
+    # session costs more than they add to the lock, on SQLite and PostgreSQL alike (see the README).
+    return None if handout is None else queue.view_of(session, handout)
+
+
+def offer_next(session: Session, *, caller: UserPublic, campaign: str, lease_seconds: int) -> Offer:
+    """:func:`next_item` with the campaign's schema and the progress, for a page that shows them together."""
+    view = next_item(session, caller=caller, campaign=campaign, lease_seconds=lease_seconds)
+    return Offer(
+        view, queue.campaign_state(session, campaign).schema, progress(session, caller=caller, campaign=campaign)
+    )
+
+
+def skip(session: Session, *, caller: UserPublic, campaign: str, item_id: int, lease_id: str) -> None:
+    """Release the caller's lease on the item and put it after all others for them."""
+    _answerable(session, caller, campaign)
+    queue.skip_item(session, campaign=campaign, user=caller, item_id=item_id, lease_id=lease_id)
+
+
+def _submit_arguments(campaign: str, submission: Submission, limits: AnswerLimits) -> dict[str, Any]:
+    return {
+        "campaign": campaign,
+        **submission.model_dump(),
+        "max_seconds_spent": limits.max_seconds_spent,
+        "max_text_chars": limits.max_text_chars,
+    }
+
+
+def stored_answer(
+    session: Session, *, caller: UserPublic, campaign: str, submission: Submission, limits: AnswerLimits
+) -> AnswerPublic | None:
+    """The answer a retry of ``submission`` gets back, read without the write lock; None when nothing is stored
+    under its ``submission_id`` yet — then call :func:`submit`, which decides under the lock.
+
+    None costs one indexed query and reveals nothing; a stored answer is returned only after the same authorisation
+    and checks :func:`submit` gives a retry.
+    """
+    stored = answers.answer_by_submission_id(session, submission.submission_id)
+    if stored is None:
+        return None
+    _answerable(session, caller, campaign)
+    return answers.retried_submission(session, stored, user=caller, **_submit_arguments(campaign, submission, limits))
+
+
+def submit(
+    session: Session, *, caller: UserPublic, campaign: str, submission: Submission, limits: AnswerLimits
+) -> SubmitResult:
+    """Store the caller's answers to the item and lease ``submission`` names — the item they were shown, never the
+    one their session moved on to. A retry (same ``submission_id``) gets the stored answer back (``created`` False);
+    a lease released meanwhile (skipped, answered, expired and handed on) is a ``Conflict`` and stores nothing."""
+    _answerable(session, caller, campaign)
+    return answers.submit_answer(session, user=caller, **_submit_arguments(campaign, submission, limits))
+
+
+def revise(
+    session: Session,
+    *,
+    caller: UserPublic,
+    campaign: str,
+    item_id: int,
+    values: dict[str, Any],
+    seconds_spent: float | None,
+    limits: AnswerLimits,
+) -> AnswerPublic:
+    """Replace the caller's own answer to an item while the campaign is open and its schema allows revising."""
+    _answerable(session, caller, campaign)
+    return answers.revise_answer(
+        session,
+        campaign=campaign,
+        user=caller,
+        item_id=item_id,
+        answers=values,
+        seconds_spent=seconds_spent,
+        max_seconds_spent=limits.max_seconds_spent,
+        max_text_chars=limits.max_text_chars,
+    )
+
+
+def my_answer(session: Session, *, caller: UserPublic, campaign: str, item_id: int) -> AnswerPublic:
+    """The caller's own answer to an item; ``NotFound`` when they have none."""
+    authorize(caller, AccountPolicy.own())
+    return answers.my_answer(session, campaign=campaign, user=caller, item_id=item_id)
+
+
+def values_as_shown(session: Session, *, caller: UserPublic, campaign: str, answer: AnswerPublic) -> dict[str, Any]:
+    """The caller's own ``answer`` as they gave it (pairwise choices as the A/B they saw)."""
+    authorize(caller, AccountPolicy.own())
+    return answers.values_as_shown(session, campaign=campaign, user=caller, answer=answer)
+
+
+def progress(session: Session, *, caller: UserPublic, campaign: str) -> dict[str, Any]:
+    """The caller's answer count in the campaign and the campaign's progress (those who answer it, and managers)."""
+    authorize(caller, CampaignPolicy.read_progress(queue.campaign_state(session, campaign)))
+    return answers.progress(session, campaign=campaign, user=caller)

@@ -1,0 +1,144 @@
+"""Paging and listing filters, parsed once for both front doors.
+
+The REST routes pass their query parameters, the Gradio pages the values of their widgets (text boxes, "any / yes /
+no" dropdowns, numbers that arrive as floats); both go through these models, so the two doors accept the same values
+and refuse the others with the same ``field: problem`` message (``InvalidInput``, 422 on the API).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+
+from studio.models.curation import STATUSES
+from studio.services.errors import InvalidInput
+
+MAX_PAGE_SIZE = 500
+Parsed = TypeVar("Parsed", bound=BaseModel)
+_TRISTATE = {"": None, "any": None, "yes": True, "true": True, "no": False, "false": False}
+
+
+def parse(kind: type[Parsed], /, **values: Any) -> Parsed:
+    """A ``kind`` built from ``values``; ``InvalidInput`` naming the first field refused and why."""
+    try:
+        return kind.model_validate(values)
+    except ValidationError as error:
+        first = error.errors()[0]
+        field = ".".join(str(part) for part in first["loc"]) or kind.__name__
+        raise InvalidInput(f"{field}: {first['msg'].removeprefix('Value error, ')}") from None
+
+
+def _blank_is_none(value: Any) -> Any:
+    """An empty or blank text box means "no filter"."""
+    return None if isinstance(value, str) and not value.strip() else value
+
+
+def _tristate(value: Any) -> Any:
+    """``True`` / ``False`` / ``None``, or the words an "any / yes / no" picker sends."""
+    if isinstance(value, str):
+        word = value.strip().lower()
+        if word not in _TRISTATE:
+            raise ValueError(f"{value[:40]!r} is not one of any, yes, no")
+        return _TRISTATE[word]
+    return value
+
+
+class Paging(BaseModel):
+    """Which page of a listing: ``page`` from 1, ``page_size`` rows (1-:data:`MAX_PAGE_SIZE`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    page: int = 1
+    page_size: int = 50
+
+    @field_validator("page")
+    @classmethod
+    def _page(cls, value: int) -> int:
+        if value < 1:
+            raise ValueError("must be 1 or more")
+        return value
+
+    @field_validator("page_size")
+    @classmethod
+    def _page_size(cls, value: int) -> int:
+        if not 1 <= value <= MAX_PAGE_SIZE:
+            raise ValueError(f"must be 1-{MAX_PAGE_SIZE}")
+        return value
+
+    def pages(self, total: int) -> int:
+        """How many pages ``total`` rows fill (at least one)."""
+        return max(1, math.ceil(total / self.page_size))
+
+    def last_for(self, total: int) -> Paging:
+        """This paging, or the last page when this one lies past the end of ``total`` rows."""
+        return self if self.page <= self.pages(total) else self.model_copy(update={"page": self.pages(total)})
+
+
+class ScenarioFilters(BaseModel):
+    """Which scenarios a curator lists: by subtask, review status, crowd agreement below a share, disagreement."""
+
+    model_config = ConfigDict(frozen=True)
+
+    subtask: str | None = None
+    status: str | None = None
+    agreement_below: float | None = None
+    disagreement: bool | None = None
+
+    @field_validator("subtask", "status", mode="before")
+    @classmethod
+    def _blank(cls, value: Any) -> Any:
+        return _blank_is_none(value)
+
+    @field_validator("disagreement", mode="before")
+    @classmethod
+    def _words(cls, value: Any) -> Any:
+        return _tristate(value)
+
+    @field_validator("status")
+    @classmethod
+    def _status(cls, value: str | None) -> str | None:
+        if value is not None and value not in STATUSES:
+            raise ValueError(f"{value[:40]!r} is not one of {', '.join(STATUSES)}")
+        return value
+
+    @field_validator("agreement_below", mode="before")
+    @classmethod
+    def _agreement_number(cls, value: Any) -> Any:
+        value = _blank_is_none(value)
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                raise ValueError(f"{value[:40]!r} is not a number") from None
+        return value
+
+    @field_validator("agreement_below")
+    @classmethod
+    def _agreement_range(cls, value: float | None) -> float | None:
+        if value is not None and not 0.0 <= value <= 1.0:
+            raise ValueError("must lie in 0-1")
+        return value
+
+
+class ResponseFilters(BaseModel):
+    """Which responses a curator lists: by subtask, model, variant, flagged for adjudication, adjudicated."""
+
+    model_config = ConfigDict(frozen=True)
+
+    subtask: str | None = None
+    model: str | None = None
+    variant: str | None = None
+    flagged: bool | None = None
+    adjudicated: bool | None = None
+
+    @field_validator("subtask", "model", "variant", mode="before")
+    @classmethod
+    def _blank(cls, value: Any) -> Any:
+        return _blank_is_none(value)
+
+    @field_validator("flagged", "adjudicated", mode="before")
+    @classmethod
+    def _words(cls, value: Any) -> Any:
+        return _tristate(value)

@@ -1,0 +1,145 @@
+"""Reading results: the leaderboard (Table 2), Table 3, Fig. 7, agreement, calibration, progress, distributions.
+
+Every function takes the request's ``session`` and ``caller``, authorises first (``studio.policies.ResultsPolicy``)
+and then calls ``studio.services.research``. Tables come back unrounded, as pandas DataFrames; each front door
+turns them into its own shape (JSON records, a page's table, a file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pandas as pd
+from sqlmodel import Session
+
+from studio.models import UserPublic
+from studio.policies import ResultsPolicy, authorize
+from studio.results.calibration import Calibration
+from studio.results.defaults import DEFAULT_RESAMPLES, MAX_RESAMPLES
+from studio.services import research
+from studio.services.errors import InvalidInput
+from studio.services.research import AgreementView, LeaderboardView
+
+#: The tables :func:`table` builds, by the name a page or a client sends.
+TABLE_NAMES: tuple[str, ...] = (
+    "leaderboard",
+    "table3",
+    "instruction_following",
+    "agreement",
+    "annotators",
+    "calibration",
+    "progress_campaigns",
+    "progress_annotators",
+    "distribution",
+)
+
+
+def score_options(session: Session, *, caller: UserPublic) -> tuple[list[str], list[str]]:
+    """The distinct variants and score signatures of the stored scores (a leaderboard never mixes them)."""
+    authorize(caller, ResultsPolicy.read())
+    return research.score_choices(session)
+
+
+def leaderboard(
+    session: Session,
+    *,
+    caller: UserPublic,
+    variant: str | None = None,
+    signature: str | None = None,
+    judge: str | None = None,
+) -> LeaderboardView:
+    """Paper Table 2 for one variant, signature and judge, with the items pending adjudication per model."""
+    authorize(caller, ResultsPolicy.read())
+    return research.leaderboard(session, variant=variant or None, signature=signature or None, judge=judge or None)
+
+
+def safety_table(
+    session: Session, *, caller: UserPublic, campaign: str | None = None, by_model: bool = False
+) -> pd.DataFrame:
+    """Paper Table 3 (SAP safety) over the sap_safety campaigns (or one)."""
+    authorize(caller, ResultsPolicy.read())
+    return research.sap_table(session, campaign=campaign or None, by_model=by_model)
+
+
+def instruction_table(session: Session, *, caller: UserPublic, campaign: str | None = None) -> pd.DataFrame:
+    """Paper Fig. 7 as a table: model × instruction kind, mean rating (1–5)."""
+    authorize(caller, ResultsPolicy.read())
+    return research.instruction_table(session, campaign=campaign or None)
+
+
+def agreement(
+    session: Session, *, caller: UserPublic, campaign: str | None, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> AgreementView:
+    """Agreement of one campaign per question, per annotator and on gold items (resamples clamped to 0-10,000)."""
+    authorize(caller, ResultsPolicy.read())
+    if not campaign:
+        raise InvalidInput("campaign: choose a campaign")
+    resamples = max(0, min(int(resamples), MAX_RESAMPLES))
+    return research.agreement(session, campaign=campaign, resamples=resamples, seed=seed)
+
+
+def calibration(session: Session, *, caller: UserPublic) -> tuple[Calibration, pd.DataFrame]:
+    """Judge vs human on adjudicated items: the statistics and the paired rows."""
+    authorize(caller, ResultsPolicy.read())
+    return research.calibration(session)
+
+
+def progress(session: Session, *, caller: UserPublic) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Progress per campaign, and per annotator per campaign."""
+    authorize(caller, ResultsPolicy.read())
+    return research.progress(session)
+
+
+def score_distribution(
+    session: Session, *, caller: UserPublic, metric: str | None = "S", bins: Any = 20, variant: str | None = None
+) -> pd.DataFrame:
+    """Histogram of one score per model (model, bin_left, bin_right, count)."""
+    authorize(caller, ResultsPolicy.read())
+    return research.score_distribution(
+        session, metric=metric or "S", bins=int(20 if bins is None else bins), variant=variant or None
+    )
+
+
+def table(session: Session, *, caller: UserPublic, name: str, **choices: Any) -> pd.DataFrame:
+    """One of :data:`TABLE_NAMES`, computed with ``choices`` (variant, signature, campaign, safety_campaign,
+    instruction_campaign, by_model, metric, bins, resamples) — the choices a page holds; each table reads those it
+    needs."""
+    authorize(caller, ResultsPolicy.read())
+    if name not in TABLE_NAMES:
+        raise InvalidInput(f"table: {name!r} is not one of {', '.join(TABLE_NAMES)}")
+    return _builders(session, caller, choices)[name]()
+
+
+def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> dict[str, Callable[[], pd.DataFrame]]:
+    def board() -> pd.DataFrame:
+        view = leaderboard(session, caller=caller, variant=choices.get("variant"), signature=choices.get("signature"))
+        return view.table.reset_index() if view.table.index.name else view.table
+
+    def agreement_part(part: str) -> Callable[[], pd.DataFrame]:
+        resamples = int(choices.get("resamples", 1000))
+        return lambda: getattr(
+            agreement(session, caller=caller, campaign=choices.get("campaign"), resamples=resamples), part
+        )
+
+    return {
+        "leaderboard": board,
+        "table3": lambda: safety_table(
+            session, caller=caller, campaign=choices.get("safety_campaign"), by_model=bool(choices.get("by_model"))
+        ),
+        "instruction_following": lambda: instruction_table(
+            session, caller=caller, campaign=choices.get("instruction_campaign")
+        ),
+        "agreement": agreement_part("by_question"),
+        "annotators": agreement_part("annotators"),
+        "calibration": lambda: calibration(session, caller=caller)[1],
+        "progress_campaigns": lambda: progress(session, caller=caller)[0],
+        "progress_annotators": lambda: progress(session, caller=caller)[1],
+        "distribution": lambda: score_distribution(
+            session,
+            caller=caller,
+            metric=choices.get("metric"),
+            bins=choices.get("bins"),
+            variant=choices.get("variant"),
+        ),
+    }

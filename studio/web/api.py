@@ -1,0 +1,71 @@
+"""The REST API: a FastAPI sub-application with the routes of ``studio.web.routes``, mounted at ``/api``.
+
+Its routes start with ``/v1`` (OpenAPI at ``/api/v1/openapi.json``). Errors answer ``{"detail": "<field>:
+<problem>"}``: a service's refusal with its status (401, 403, 404, 409, 422), a malformed request with 422, a body
+over ``Settings.max_request_bytes`` with 413 before it is read.
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from sqlalchemy import Engine
+
+from studio.db import create_db_engine
+from studio.security import LoginThrottle
+from studio.services.errors import NotAuthenticated, ServiceError
+from studio.services.text import safe_text
+from studio.settings import Settings
+from studio.usecases.annotate import AnswerLimits
+from studio.web.middleware import BodySizeLimit
+from studio.web.routes import account, annotate, curation, results
+
+PREFIX = "/v1"
+ROUTERS = (account.router, annotate.router, results.router, curation.router)
+
+
+def _field_path(location: tuple[object, ...]) -> str:
+    return ".".join(str(part) for part in location if part != "body") or "body"
+
+
+async def _service_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, ServiceError)
+    headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, NotAuthenticated) else None
+    return JSONResponse({"detail": safe_text(error.detail)}, status_code=error.status_code, headers=headers)
+
+
+async def _validation_error(_request: Request, error: Exception) -> JSONResponse:
+    assert isinstance(error, RequestValidationError)
+    problems = [f"{_field_path(tuple(item['loc']))}: {item['msg']}" for item in error.errors()]
+    return JSONResponse({"detail": safe_text("; ".join(problems))}, status_code=422)
+
+
+def share_state(app: FastAPI, *, engine: Engine, settings: Settings, throttle: LoginThrottle) -> None:
+    """What the dependencies of ``studio.web.deps`` and the pages read from ``request.app.state``."""
+    app.state.engine = engine
+    app.state.settings = settings
+    app.state.throttle = throttle
+    app.state.limits = AnswerLimits.from_settings(settings)
+
+
+def create_api(settings: Settings, engine: Engine | None = None, throttle: LoginThrottle | None = None) -> FastAPI:
+    """Build the API sub-application (routes under ``/v1``) on ``engine`` or a new one for the settings' URL.
+
+    ``throttle`` (default: a new one) limits failed ``/v1/login`` attempts; pass the app's to share counts.
+    """
+    engine = engine or create_db_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    api = FastAPI(
+        title="H2HTalk Studio API",
+        version="1",
+        openapi_url=f"{PREFIX}/openapi.json",
+        docs_url=f"{PREFIX}/docs",
+        redoc_url=None,
+    )
+    share_state(api, engine=engine, settings=settings, throttle=throttle or LoginThrottle())
+    api.add_exception_handler(ServiceError, _service_error)
+    api.add_exception_handler(RequestValidationError, _validation_error)
+    api.add_middleware(BodySizeLimit, limit=settings.max_request_bytes)
+    for router in ROUTERS:
+        api.include_router(router)
+    return api

@@ -1,0 +1,101 @@
+"""Annotating over REST: ``/v1/campaigns``, next item, skip, answers (submit, revise, read), progress.
+
+These routes are the studio's hot path (``benchmarks/bench_load.py`` drives them flat out): each opens one session
+— but ``submit``, which answers a retry from a read session (off the write lock) and stores a new answer in a write
+session, the caller resolved in the first and carried on.
+"""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency types of the signatures as objects.
+from typing import Any
+
+from fastapi import APIRouter, Response, status
+
+from studio.services.campaigns import CampaignSummary
+from studio.services.queue import ItemView
+from studio.usecases import annotate
+from studio.web.deps import CallerDep, LimitsDep
+from studio.web.schemas import AnswerIn, AnswerOut, ReviseIn, SkipIn, json_model, no_content
+
+router = APIRouter(prefix="/v1")
+
+
+@router.get("/campaigns", response_model=list[CampaignSummary], tags=["campaigns"])
+def campaigns(caller: CallerDep) -> list[CampaignSummary]:
+    """The campaigns the caller may answer, with their progress."""
+    with caller.reading() as (session, user):
+        return annotate.campaign_summaries(session, caller=user)
+
+
+@router.get(
+    "/campaigns/{name}/next",
+    response_model=ItemView,
+    responses={204: {"description": "nothing left for the caller"}},
+    tags=["queue"],
+)
+def next_item(name: str, caller: CallerDep, limits: LimitsDep) -> Response:
+    """The caller's next item under a lease (the same one again while their lease lives)."""
+    with caller.writing() as (session, user):
+        view = annotate.next_item(session, caller=user, campaign=name, lease_seconds=limits.lease_seconds)
+    return no_content() if view is None else json_model(view)
+
+
+@router.post("/campaigns/{name}/skip", status_code=status.HTTP_204_NO_CONTENT, tags=["queue"])
+def skip(name: str, body: SkipIn, caller: CallerDep) -> Response:
+    """Give the item back; it comes after all others for the caller."""
+    with caller.writing() as (session, user):
+        annotate.skip(session, caller=user, campaign=name, item_id=body.item_id, lease_id=body.lease_id)
+    return no_content()
+
+
+@router.get("/me/progress", tags=["queue"])
+def my_progress(campaign: str, caller: CallerDep) -> dict[str, Any]:
+    """The caller's answers in the campaign, and the campaign's progress."""
+    with caller.reading() as (session, user):
+        return annotate.progress(session, caller=user, campaign=campaign)
+
+
+@router.post(
+    "/campaigns/{name}/answers",
+    response_model=AnswerOut,
+    status_code=status.HTTP_201_CREATED,
+    responses={200: {"model": AnswerOut, "description": "a retry: the answer stored before"}},
+    tags=["answers"],
+)
+def submit(name: str, body: AnswerIn, caller: CallerDep, limits: LimitsDep) -> Response:
+    """Store the answers to the item and lease the body names: 201, or 200 with the stored answer on a retry."""
+    with caller.reading() as (session, user):  # a retry of a stored submission is answered off the write lock
+        stored = annotate.stored_answer(session, caller=user, campaign=name, submission=body, limits=limits)
+        if stored is not None:
+            shown = annotate.values_as_shown(session, caller=user, campaign=name, answer=stored)
+            return json_model(AnswerOut.of(stored, shown))
+    with caller.writing() as (session, user):
+        result = annotate.submit(session, caller=user, campaign=name, submission=body, limits=limits)
+        shown = annotate.values_as_shown(session, caller=user, campaign=name, answer=result.answer)
+    code = status.HTTP_201_CREATED if result.created else status.HTTP_200_OK
+    return json_model(AnswerOut.of(result.answer, shown), code)
+
+
+@router.put("/campaigns/{name}/answers/{item_id}", response_model=AnswerOut, tags=["answers"])
+def revise(name: str, item_id: int, body: ReviseIn, caller: CallerDep, limits: LimitsDep) -> Response:
+    """Replace the caller's own answer (while the campaign is open and its schema allows it)."""
+    with caller.writing() as (session, user):
+        answer = annotate.revise(
+            session,
+            caller=user,
+            campaign=name,
+            item_id=item_id,
+            values=body.answers,
+            seconds_spent=body.seconds_spent,
+            limits=limits,
+        )
+        shown = annotate.values_as_shown(session, caller=user, campaign=name, answer=answer)
+    return json_model(AnswerOut.of(answer, shown))
+
+
+@router.get("/campaigns/{name}/answers/{item_id}", response_model=AnswerOut, tags=["answers"])
+def mine(name: str, item_id: int, caller: CallerDep) -> Response:
+    """The caller's own answer to an item."""
+    with caller.reading() as (session, user):
+        answer = annotate.my_answer(session, caller=user, campaign=name, item_id=item_id)
+        shown = annotate.values_as_shown(session, caller=user, campaign=name, answer=answer)
+    return json_model(AnswerOut.of(answer, shown))

@@ -1,0 +1,111 @@
+"""Curation over REST (``/v1/curation/...``): browse scenarios and responses, one scenario, decisions, versions."""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency types of the signatures as objects.
+from typing import Any
+
+from fastapi import APIRouter, Response, status
+
+from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
+from studio.services.curation import Page
+from studio.usecases import curate
+from studio.web.deps import CallerDep
+from studio.web.schemas import DecisionIn, PublishIn
+
+router = APIRouter(prefix="/v1/curation", tags=["curation"])
+
+
+@router.get("/scenarios", response_model=Page)
+def scenarios(
+    caller: CallerDep,
+    subtask: str | None = None,
+    status: str | None = None,
+    agreement_below: float | None = None,
+    disagreement: bool | None = None,
+    page: int = 1,
+    page_size: int = 50,
+) -> Page:
+    """Scenarios with their review state, filtered and paged (a page past the end answers the last page)."""
+    with caller.reading() as (session, user):
+        return curate.browse_scenarios(
+            session,
+            caller=user,
+            subtask=subtask,
+            status=status,
+            agreement_below=agreement_below,
+            disagreement=disagreement,
+            page=page,
+            page_size=page_size,
+        )
+
+
+@router.get("/responses", response_model=Page)
+def responses(
+    caller: CallerDep,
+    subtask: str | None = None,
+    model: str | None = None,
+    variant: str | None = None,
+    flagged: bool | None = None,
+    adjudicated: bool | None = None,
+    page: int = 1,
+    page_size: int = 50,
+) -> Page:
+    """Responses with their automatic and judge scores, filtered and paged."""
+    with caller.reading() as (session, user):
+        return curate.browse_responses(
+            session,
+            caller=user,
+            subtask=subtask,
+            model=model,
+            variant=variant,
+            flagged=flagged,
+            adjudicated=adjudicated,
+            page=page,
+            page_size=page_size,
+        )
+
+
+@router.get("/scenarios/{scenario_id}")
+def scenario(scenario_id: str, caller: CallerDep) -> dict[str, Any]:
+    """One scenario: its record, review state, tallies and comments, and its responses' scores."""
+    with caller.reading() as (session, user):
+        return curate.scenario_detail(session, caller=user, scenario_id=scenario_id)
+
+
+@router.post("/scenarios/{scenario_id}/decision", response_model=ScenarioStatusPublic)
+def decide(scenario_id: str, body: DecisionIn, caller: CallerDep) -> ScenarioStatusPublic:
+    """Accept, edit or reject the scenario, with a reason (audit-logged)."""
+    with caller.writing() as (session, user):
+        return curate.decide(
+            session, caller=user, scenario_id=scenario_id, action=body.action, reason=body.reason, edits=body.edits
+        )
+
+
+@router.get("/versions", response_model=list[DatasetVersionPublic])
+def versions(caller: CallerDep) -> list[DatasetVersionPublic]:
+    """Every published dataset version, oldest first."""
+    with caller.reading() as (session, user):
+        return curate.dataset_versions(session, caller=user)
+
+
+@router.post(
+    "/versions",
+    response_model=DatasetVersionPublic,
+    status_code=status.HTTP_201_CREATED,
+    responses={200: {"model": DatasetVersionPublic, "description": "identical content: the existing"}},
+)
+def publish(body: PublishIn, caller: CallerDep, response: Response) -> DatasetVersionPublic:
+    """Publish the accepted scenarios as an immutable version (201), or name the identical one (200)."""
+    with caller.writing() as (session, user):
+        version, created = curate.publish(
+            session, caller=user, name=body.name, note=body.note, include_edits=body.include_edits
+        )
+    if not created:
+        response.status_code = status.HTTP_200_OK
+    return version
+
+
+@router.get("/versions/{name}")
+def version_records(name: str, caller: CallerDep) -> list[dict[str, Any]]:
+    """The scenarios of a published version, as published."""
+    with caller.reading() as (session, user):
+        return curate.dataset_version_records(session, caller=user, version=name)

@@ -1,0 +1,138 @@
+"""Results over REST (``/v1/results/...``): the leaderboard, Table 3, Fig. 7, agreement, calibration, progress,
+distributions, their figures as PNG, and running aggregation (researchers read; curators and admins aggregate)."""
+
+# No `from __future__ import annotations`: FastAPI reads the dependency types of the signatures as objects.
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Response
+
+from studio.results.defaults import DEFAULT_RESAMPLES
+from studio.services.aggregation import AggregationSummary
+from studio.services.research import frame_records
+from studio.usecases import curate, research
+from studio.web.deps import CallerDep
+
+router = APIRouter(prefix="/v1/results", tags=["results"])
+
+
+def _png(draw: Callable[[Path], Any]) -> Response:
+    """Run ``draw(path)`` into a temporary PNG and answer its bytes."""
+    with tempfile.TemporaryDirectory() as folder:
+        target = Path(folder) / "figure.png"
+        draw(target)
+        return Response(content=target.read_bytes(), media_type="image/png")
+
+
+@router.get("/leaderboard")
+def leaderboard(
+    caller: CallerDep, variant: str | None = None, signature: str | None = None, judge: str | None = None
+) -> dict[str, Any]:
+    """Paper Table 2 (×100) with the items pending adjudication per model and the adjudicated count."""
+    with caller.reading() as (session, user):
+        view = research.leaderboard(session, caller=user, variant=variant, signature=signature, judge=judge)
+    return {
+        "rows": frame_records(view.table),
+        "pending": view.pending,
+        "adjudicated": view.adjudicated,
+        "coverage": frame_records(view.coverage),  # per cell: items counted and pending
+    }
+
+
+@router.get("/sap")
+def sap(caller: CallerDep, campaign: str | None = None, by_model: bool = False) -> list[dict[str, Any]]:
+    """Paper Table 3 (SAP safety)."""
+    with caller.reading() as (session, user):
+        return frame_records(research.safety_table(session, caller=user, campaign=campaign, by_model=by_model))
+
+
+@router.get("/instruction")
+def instruction(caller: CallerDep, campaign: str | None = None) -> list[dict[str, Any]]:
+    """Paper Fig. 7 as a table."""
+    with caller.reading() as (session, user):
+        return frame_records(research.instruction_table(session, caller=user, campaign=campaign))
+
+
+@router.get("/agreement/{campaign}")
+def agreement(campaign: str, caller: CallerDep, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
+    """Agreement per question, per annotator and on gold items."""
+    with caller.reading() as (session, user):
+        view = research.agreement(session, caller=user, campaign=campaign, resamples=resamples, seed=seed)
+    return {
+        "by_question": frame_records(view.by_question),
+        "annotators": frame_records(view.annotators),
+        "gold": frame_records(view.gold),
+    }
+
+
+@router.get("/calibration")
+def calibration(caller: CallerDep) -> dict[str, Any]:
+    """Judge vs human on adjudicated items."""
+    with caller.reading() as (session, user):
+        figures, rows = research.calibration(session, caller=user)
+    return {"statistics": figures.to_dict(), "rows": frame_records(rows)}
+
+
+@router.get("/progress")
+def progress(caller: CallerDep) -> dict[str, Any]:
+    """Progress per campaign and per annotator."""
+    with caller.reading() as (session, user):
+        campaigns, people = research.progress(session, caller=user)
+    return {"campaigns": frame_records(campaigns), "annotators": frame_records(people)}
+
+
+@router.get("/distribution")
+def distribution(
+    caller: CallerDep, metric: str = "S", bins: int = 20, variant: str | None = None
+) -> list[dict[str, Any]]:
+    """Histogram of one score per model."""
+    with caller.reading() as (session, user):
+        frame = research.score_distribution(session, caller=user, metric=metric, bins=bins, variant=variant)
+    return frame_records(frame)
+
+
+@router.post("/aggregate", response_model=list[AggregationSummary])
+def aggregate(caller: CallerDep, campaign: str | None = None) -> list[AggregationSummary]:
+    """Apply the campaigns' aggregation rules (one campaign, or all): answers read first, then one write."""
+    with caller.reading() as (session, user):  # the long read, off the write lock (see studio.services.aggregation)
+        answers = curate.answers_to_aggregate(session, caller=user, campaign=campaign)
+    with caller.writing() as (session, user):
+        return curate.write_aggregation(session, caller=user, campaign=campaign, answers=answers)
+
+
+@router.get("/calibration.png", response_class=Response)
+def calibration_png(caller: CallerDep) -> Response:
+    from studio.results.calibration import plot_calibration
+
+    with caller.reading() as (session, user):
+        _figures, rows = research.calibration(session, caller=user)
+    return _png(lambda path: plot_calibration(rows, path))
+
+
+@router.get("/instruction.png", response_class=Response)
+def instruction_png(caller: CallerDep, campaign: str | None = None) -> Response:
+    from studio.results.tables import plot_instruction_following
+
+    with caller.reading() as (session, user):
+        table = research.instruction_table(session, caller=user, campaign=campaign)
+    return _png(lambda path: plot_instruction_following(table.set_index("model"), path))
+
+
+@router.get("/sap.png", response_class=Response)
+def sap_png(caller: CallerDep, campaign: str | None = None, by_model: bool = False) -> Response:
+    from studio.results.tables import plot_safety
+
+    with caller.reading() as (session, user):
+        table = research.safety_table(session, caller=user, campaign=campaign, by_model=by_model)
+    return _png(lambda path: plot_safety(table, path))
+
+
+@router.get("/distribution.png", response_class=Response)
+def distribution_png(caller: CallerDep, metric: str = "S", bins: int = 20, variant: str | None = None) -> Response:
+    from studio.results.figures import plot_score_distribution
+
+    with caller.reading() as (session, user):
+        frame = research.score_distribution(session, caller=user, metric=metric, bins=bins, variant=variant)
+    return _png(lambda path: plot_score_distribution(frame, path, metric=metric))

@@ -1,0 +1,100 @@
+"""The REST API's request and response bodies (pydantic), and the two ways a route answers without re-validation.
+
+The answer a client submits is :class:`studio.usecases.annotate.Submission` itself: the use case's input model is
+the API's body, so the API and the annotate page accept exactly the same submits.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from fastapi import Response, status
+from pydantic import BaseModel, Field
+
+from studio.models import AnswerPublic
+from studio.usecases.annotate import Submission
+
+__all__ = [
+    "AnswerIn",
+    "AnswerOut",
+    "DecisionIn",
+    "LoginIn",
+    "PublishIn",
+    "ReviseIn",
+    "SkipIn",
+    "TokenOut",
+    "json_model",
+    "no_content",
+]
+
+#: A submit's body (``item_id``, ``lease_id``, ``submission_id``, ``answers``, ``seconds_spent``).
+AnswerIn = Submission
+
+
+class LoginIn(BaseModel):
+    username: str = Field(min_length=1, max_length=64)
+    password: str = Field(min_length=1, max_length=1024)
+
+
+class TokenOut(BaseModel):
+    token: str
+
+
+class SkipIn(BaseModel):
+    item_id: int
+    lease_id: str = Field(min_length=1, max_length=64)
+
+
+class ReviseIn(BaseModel):
+    answers: dict[str, Any]
+    seconds_spent: float | None = None
+
+
+class AnswerOut(BaseModel):
+    """The caller's stored answer, with pairwise choices shown as the A/B they picked."""
+
+    answer_id: int
+    item_id: int
+    submission_id: str
+    values: dict[str, Any]
+    seconds_spent: float | None
+    revision: int
+
+    @classmethod
+    def of(cls, answer: AnswerPublic, values: dict[str, Any]) -> AnswerOut:
+        """``answer`` with ``values`` as the caller gave them (see ``annotate.values_as_shown``)."""
+        return cls(
+            answer_id=answer.id,
+            item_id=answer.item_id,
+            submission_id=answer.submission_id,
+            values=values,
+            seconds_spent=answer.seconds_spent,
+            revision=answer.revision,
+        )
+
+
+class DecisionIn(BaseModel):
+    action: Literal["accept", "edit", "reject"]
+    reason: str = Field(max_length=4000)
+    edits: dict[str, Any] | None = None
+
+
+class PublishIn(BaseModel):
+    name: str = Field(min_length=1, max_length=128)
+    note: str | None = Field(default=None, max_length=4000)
+    include_edits: bool = True
+
+
+def json_model(model: BaseModel, status_code: int = status.HTTP_200_OK) -> Response:
+    """``model`` as the JSON body, serialised once by pydantic.
+
+    A route that returns a model it built itself has it validated by construction; returning it
+    through FastAPI's ``response_model`` would validate it a second time (for a sync route, in one more
+    worker-thread hop) before serialising the same bytes. The decorator keeps ``response_model`` for
+    the OpenAPI schema.
+    """
+    return Response(model.model_dump_json(), status_code=status_code, media_type="application/json")
+
+
+def no_content() -> Response:
+    return Response(status_code=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,239 @@
+"""The researcher page without a browser, on the real store (SQLite and PostgreSQL): what its handlers do — the
+caller's context opened from the session token, ``studio.usecases.research`` (role checks on every call), the page's
+tables, captions, figures and downloads (formula-safe CSV, JSONL, Parquet) written only where the server says:
+the leaderboard with its pending count, Table 3, Fig. 7, agreement, calibration, progress, distributions."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from sqlalchemy import Engine
+
+from studio.db import read_session, write_session
+from studio.models import UserPublic
+from studio.results.export_formats import read_table
+from studio.results.store_views import score_frame
+from studio.services.auth import login
+from studio.services.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
+from studio.ui.downloads import new_download_dir, table_file
+from studio.ui.research import ResearchTab, leaderboard_caption, leaderboard_table
+from studio.usecases import research
+from studio.usecases.context import RequestContext
+from tests.studio.helpers import PASSWORD
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+
+
+def token(engine: Engine, username: str) -> str:
+    with write_session(engine) as session:
+        return login(session, username=username, password=PASSWORD)
+
+
+def as_caller(engine: Engine, session_token: str | None, use: Any) -> Any:
+    """What a handler does: open the token's context (one read session, the caller in it), run ``use``."""
+    with RequestContext(engine, session_token).reading() as (session, caller):
+        return use(session, caller)
+
+
+class Page:
+    """The Research tab's computations for one signed-in person, as its handlers run them."""
+
+    def __init__(self, engine: Engine, session_token: str | None) -> None:
+        self.engine, self.token = engine, session_token
+
+    def run(self, use: Any) -> Any:
+        return as_caller(self.engine, self.token, use)
+
+    def score_options(self) -> tuple[list[str], list[str]]:
+        return self.run(lambda s, c: research.score_options(s, caller=c))
+
+    def leaderboard(self, **choices: Any) -> tuple[pd.DataFrame, str]:
+        view = self.run(lambda s, c: research.leaderboard(s, caller=c, **choices))
+        return leaderboard_table(view), leaderboard_caption(view)
+
+    def safety_table(self, **choices: Any) -> pd.DataFrame:
+        return self.run(lambda s, c: research.safety_table(s, caller=c, **choices))
+
+    def instruction_table(self) -> pd.DataFrame:
+        return self.run(lambda s, c: research.instruction_table(s, caller=c))
+
+    def instruction_plot(self) -> Path:
+        return Path(self.run(lambda s, c: ResearchTab._instruction(s, c, {}))[1])
+
+    def agreement(self, campaign: str | None, resamples: int = 1000) -> tuple[pd.DataFrame, pd.DataFrame]:
+        view = self.run(lambda s, c: research.agreement(s, caller=c, campaign=campaign, resamples=resamples))
+        return view.by_question, view.annotators
+
+    def calibration(self) -> tuple[pd.DataFrame, pd.DataFrame, Path | None]:
+        stats, pairs = self.run(lambda s, c: research.calibration(s, caller=c))
+        plot = self.run(lambda s, c: ResearchTab._calibration(s, c, {}))[1]
+        return pd.DataFrame([stats.to_dict()]), pairs, Path(plot) if plot else None
+
+    def progress(self) -> tuple[pd.DataFrame, pd.DataFrame]:
+        return self.run(lambda s, c: research.progress(s, caller=c))
+
+    def distribution(self, **choices: Any) -> pd.DataFrame:
+        return self.run(lambda s, c: research.score_distribution(s, caller=c, **choices))
+
+    def distribution_plot(self, metric: str, bins: int) -> Path:
+        values = {"metric": metric, "bins": bins, "variant": None}
+        return Path(self.run(lambda s, c: ResearchTab._distribution(s, c, values))[0])
+
+    def export_table(self, name: str, fmt: str, directory: Path, **choices: Any) -> Path:
+        frame = self.run(lambda s, c: research.table(s, caller=c, name=name, **choices))
+        return table_file(frame, name, fmt, directory)
+
+
+def test_only_researchers_curators_and_admins_read_results(
+    studied: Engine, users: dict[str, UserPublic], tmp_path: Path
+) -> None:
+    calls = [
+        lambda t: Page(studied, t).score_options(),
+        lambda t: Page(studied, t).leaderboard(variant="with_sap"),
+        lambda t: Page(studied, t).safety_table(),
+        lambda t: Page(studied, t).instruction_table(),
+        lambda t: Page(studied, t).agreement("vote", resamples=20),
+        lambda t: Page(studied, t).calibration(),
+        lambda t: Page(studied, t).progress(),
+        lambda t: Page(studied, t).distribution(),
+        lambda t: Page(studied, t).export_table("progress_campaigns", "csv", tmp_path),
+    ]
+    for role in ("annotator", "expert"):
+        refused = token(studied, role)
+        for call in calls:
+            with pytest.raises(PermissionDenied):
+                call(refused)
+    for call in calls:
+        with pytest.raises(NotAuthenticated):
+            call("forged")
+    assert not list(tmp_path.glob("h2h-*"))
+    for role in ("researcher", "curator", "admin"):
+        allowed = token(studied, role)
+        campaigns = Page(studied, allowed).progress()[0]["campaign"].tolist()
+        assert campaigns == ["adj", "if", "sap", "vote", "vote-review"]
+
+
+def test_leaderboard_table3_and_fig7(studied: Engine, users: dict[str, UserPublic], tmp_path: Path) -> None:
+    page = Page(studied, token(studied, "researcher"))
+    variants, signatures = page.score_options()
+    assert variants == ["with_sap", "without_sap"] and len(signatures) == 1
+    with read_session(studied) as session:
+        scores = score_frame(session)
+    assert signatures == sorted(set(scores["signature"])) and variants == sorted(set(scores["variant"]))
+    with pytest.raises(InvalidInput, match="variant"):
+        page.leaderboard()
+    board, caption = page.leaderboard(variant="with_sap", signature=signatures[0])
+    assert board["model"].tolist() == sorted(
+        board["model"], key=lambda m: -float(board.set_index("model").loc[m, "overall"])
+    )
+    assert set(board["model"]) == {"model-alpha", "model-beta"}
+    assert {"dialogue_base", "itinerary_basic", "overall"} <= set(board.columns)
+    assert "pending adjudication" in caption and "adjudicated." in caption
+
+    safety = page.safety_table()
+    assert safety["variant"].tolist() == ["with_sap", "without_sap"]
+    assert safety.set_index("variant").loc["with_sap", "violation_rate"] == 0.0
+    assert safety.set_index("variant").loc["without_sap", "violation_rate"] == 1.0
+    by_model = page.safety_table(by_model=True)
+    assert set(by_model["model"]) == {"model-alpha", "model-beta"}
+
+    fig7 = page.instruction_table()
+    assert fig7.set_index("model").loc["model-alpha", "explicit"] == 5.0
+    plot = page.instruction_plot()
+    assert plot.name == "instruction_following.png" and plot.read_bytes().startswith(PNG_MAGIC)
+
+
+def test_agreement_calibration_progress_and_distribution(
+    studied: Engine, users: dict[str, UserPublic], tmp_path: Path
+) -> None:
+    page = Page(studied, token(studied, "researcher"))
+    by_question, annotators = page.agreement("vote", resamples=20)
+    assert {"verdict", "subtask_label"} <= set(by_question["question"])
+    assert {"ann-1", "ann-2"} == set(annotators["annotator"])
+    with pytest.raises(InvalidInput, match="campaign"):
+        page.agreement(None)
+    with pytest.raises(NotFound):
+        page.agreement("nope")
+
+    stats, pairs, plot = page.calibration()
+    assert stats.loc[0, "n"] == len(pairs) > 0 and set(pairs["J_human"]) == {2.0}
+    assert plot is not None and plot.read_bytes().startswith(PNG_MAGIC)
+
+    campaigns, people = page.progress()
+    assert campaigns.set_index("campaign").loc["vote", "answers"] == 12
+    vote = people[people["campaign"] == "vote"].set_index("annotator")
+    assert vote.loc["ann-1", "answers"] == 6 and vote.loc["ann-1", "median_seconds"] == 3.0
+
+    histogram = page.distribution(metric="S", bins=10, variant="with_sap")
+    assert histogram.groupby("model")["count"].sum().to_dict() == {"model-alpha": 6, "model-beta": 6}
+    picture = page.distribution_plot(metric="S", bins=10)
+    assert picture.name == "distribution-S.png" and picture.read_bytes().startswith(PNG_MAGIC)
+    with pytest.raises(InvalidInput, match="metric"):
+        page.distribution(metric="__class__")
+
+
+def test_export_tables_in_three_formats(studied: Engine, users: dict[str, UserPublic]) -> None:
+    page = Page(studied, token(studied, "researcher"))
+    directory = new_download_dir()
+    params = {"variant": "with_sap", "campaign": "vote"}
+    csv = page.export_table("leaderboard", "csv", directory, **params)
+    assert csv == directory / "h2h-leaderboard.csv"
+    board = page.leaderboard(variant="with_sap")[0]
+    written = read_table(csv)
+    assert written["model"].tolist() == board["model"].tolist()
+    assert written["overall"].round(9).tolist() == board["overall"].round(9).tolist()  # full precision
+    jsonl = page.export_table("agreement", "jsonl", directory, **params)
+    assert {json.loads(line)["question"] for line in jsonl.read_text(encoding="utf-8").splitlines()} >= {"verdict"}
+    parquet = page.export_table("table3", "parquet", directory, **params)
+    assert pd.read_parquet(parquet)["variant"].tolist() == ["with_sap", "without_sap"]
+    for table in research.TABLE_NAMES:
+        assert page.export_table(table, "csv", directory, **params).exists()
+    with pytest.raises(InvalidInput, match="table"):
+        page.export_table("../secrets", "csv", directory)
+    with pytest.raises(InvalidInput, match="format"):
+        page.export_table("leaderboard", "exe", directory, **params)
+    assert sorted(path.name for path in directory.iterdir()) == sorted(
+        {f"h2h-{table}.csv" for table in research.TABLE_NAMES} | {"h2h-agreement.jsonl", "h2h-table3.parquet"}
+    )
+
+
+def test_a_formula_model_name_is_neutralised_in_csv(
+    tmp_path: Path, users: dict[str, UserPublic], store: Engine
+) -> None:
+    from pipeline.records import Response, Score, ScoreSignature
+    from pipeline.rundir import RunDir, model_dump_line
+    from studio.ingest import ingest_run
+    from tests.studio.helpers import make_scenarios
+
+    scenario = make_scenarios()[0]
+    run = RunDir(tmp_path / "run").ensure()
+    evil = "=cmd|' /C calc'!A0"
+    response = Response(
+        scenario_id=scenario.id, model=evil, variant="with_sap", backend="t", prompt_version="p", text="hi"
+    )
+    score = Score(
+        scenario_id=scenario.id,
+        model=evil,
+        variant="with_sap",
+        subtask=scenario.subtask,
+        bleu1=0.5,
+        bleu2=0.5,
+        bleu3=0.5,
+        bleu4=0.5,
+        rouge1=0.5,
+        rougeL=0.5,
+        ss=0.5,
+        S=0.5,
+        signature=ScoreSignature(sacrebleu="2.4", rouge_score="0.1.2", tokenizer="t", embedder="e"),
+    )
+    for path, records in ((run.scenarios, [scenario]), (run.responses, [response]), (run.scores, [score])):
+        path.write_text(model_dump_line(records[0]) + "\n", encoding="utf-8")
+    ingest_run(store, run)
+    page = Page(store, token(store, "researcher"))
+    path = page.export_table("leaderboard", "csv", tmp_path)
+    assert read_table(path)["model"].tolist() == ["'" + evil]
+    assert page.leaderboard()[0]["model"].tolist() == [evil]
