@@ -15,7 +15,8 @@ Two kinds of labelled sets live in ``fixtures/``:
 Figures, per field group (persona, context, history, input, reference) and per kind:
 
 - *recall*: identifier occurrences replaced exactly (same span, same entity) / all identifier occurrences;
-  *caught* adds those left in place but flagged for a curator's review (``action: review``);
+  *covered* (``caught``) adds those replaced in part or left in place but flagged for a curator's review
+  (``action: review``);
 - *false flags*: replacements that touch no identifier at all;
 - *damage*: replacements that change any text that is not an identifier (false flags, and replacements that run
   past an identifier), with the number of characters changed; *decoys damaged*: decoy occurrences a replacement
@@ -83,7 +84,7 @@ class Figures:
         total = self.summary()
         return (
             f"{name}: {self.cases} cases, recall {total['found']}/{total['expected']} = {self.recall:.1%}"
-            f" (with review {total['caught']}/{total['expected']}); false flags {total['false_flags']}; damage "
+            f" (covered, also in part or for review: {total['caught']}/{total['expected']}); false flags {total['false_flags']}; damage "
             f"{total['damage']} ({self.damage_chars} chars); review noise {total['review_noise']}; "
             f"decoys damaged {total['decoys_damaged']}/{total['decoys']}; kept {total['kept']}"
         )
@@ -249,6 +250,7 @@ def meta_figures(name: str) -> Figures:
         got = Counter(case["text"][span.start : span.end].strip() for span in meta_spans(case["text"]))
         figures.expected["reference", "meta_text"] += sum(expected.values())
         figures.found["reference", "meta_text"] += sum((expected & got).values())
+        figures.caught["reference", "meta_text"] += sum((expected & got).values())
         figures.false_flags["reference", "meta_text"] += sum((got - expected).values())
         figures.examples.extend(f"meta false flag {text!r}" for text in got - expected)
     return figures
