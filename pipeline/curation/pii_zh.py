@@ -136,8 +136,7 @@ def decide_name(word: str, cue: str) -> tuple[Action, str] | None:
         return None
     kind, given = shape
     surname_nickname = kind == "nickname" and given in zh_surnames()
-    plausible = surname_nickname or (kind == "double" and plausible_given(given)) or plausible_given(given)
-    if not plausible:
+    if not (surname_nickname or plausible_given(given)):
         return None
     if cue == "strong":
         return "replaced", f"{kind}-shaped name after a self-introduction or relation cue"
@@ -174,17 +173,13 @@ def _candidates(text: str) -> dict[tuple[int, int], str]:
 
 
 def _name_after(text: str, start: int, ends: set[int]) -> tuple[int, int] | None:
-    """The name right after a relation word (表妹欣欣, 女儿朵朵), ending where jieba ends a word."""
-    for length in (2, 3):
-        word = text[start : start + length]
-        shape = name_shape(word)
-        if shape is None or start + length not in ends:
-            continue
-        if length == 2 and shape[0] != "surname" or length == 3:
-            return start, start + length
-        longer = text[start : start + 3]
-        if start + 3 in ends and name_shape(longer) is not None and decide_name(longer, "strong"):
-            return start, start + 3
+    """The name right after a relation word (表妹欣欣, 同事刘洋), ending where jieba ends a word: three characters
+    when they make a surname name, else two with a name's shape."""
+    three, two = text[start : start + 3], text[start : start + 2]
+    shape = name_shape(three)
+    if start + 3 in ends and shape is not None and shape[0] == "surname" and decide_name(three, "strong"):
+        return start, start + 3
+    if start + 2 in ends and name_shape(two) is not None:
         return start, start + 2
     return None
 
