@@ -84,8 +84,9 @@ class Figures:
         total = self.summary()
         return (
             f"{name}: {self.cases} cases, recall {total['found']}/{total['expected']} = {self.recall:.1%}"
-            f" (covered, also in part or for review: {total['caught']}/{total['expected']}); false flags {total['false_flags']}; damage "
-            f"{total['damage']} ({self.damage_chars} chars); review noise {total['review_noise']}; "
+            f" (covered, also in part or for review: {total['caught']}/{total['expected']}); "
+            f"false flags {total['false_flags']}; damage {total['damage']} ({self.damage_chars} chars); "
+            f"review noise {total['review_noise']}; "
             f"decoys damaged {total['decoys_damaged']}/{total['decoys']}; kept {total['kept']}"
         )
 

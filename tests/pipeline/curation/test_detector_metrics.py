@@ -24,7 +24,15 @@ from tests.pipeline.curation.detector_metrics import (
     ],
 )
 def test_scenario_sets(
-    name: str, cases: int, expected: int, found: int, caught: int, damage: int, review_noise: int, decoys: int, kept: int
+    name: str,
+    cases: int,
+    expected: int,
+    found: int,
+    caught: int,
+    damage: int,
+    review_noise: int,
+    decoys: int,
+    kept: int,
 ) -> None:
     figures = scenario_figures(name)
     total = figures.summary()
