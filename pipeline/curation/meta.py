@@ -5,6 +5,10 @@ a parenthesised note that the input "did not fit the character setting" and was 
 put it like this:" preface, a "(note: per the rules …)" remark, a "rewritten:" label, or a note that "the activities
 were adjusted to the persona". Each rule is a named regular expression, so every flag says which rule fired.
 
+A companion's own asides and notes look alike but talk to the user ("（注：灵隐寺周末人多，早点去）", "(I adjusted the
+plan so you can sleep in)", "作为你的朋友，我会这样说："); a note or aside is meta-commentary only when it speaks of
+how the reply was made (persona, rules, regeneration, word limits, "the user"), so those stay.
+
 Meta-commentary is removed from the cleaned text (the flag keeps it as ``before``); broken role-play (the reply
 speaks as an AI, not the persona) and templated references are flagged only: a curator decides.
 """
@@ -16,22 +20,29 @@ from dataclasses import dataclass
 
 from pipeline.curation.records import RoleplayFlag, TemplateFlag
 
-_META_WORDS = (
-    r"注[:：]|备注|说明[:：]|角色设定|人物设定|人设|设定不符|不符合|重新生成|已根据|检测到|根据规则|根据要求|"
-    r"按照要求|"
-    r"改写|调整了|输出格式|字数|以上(?:回复|内容)|作为AI|"
-    r"[Nn]ote[:：]|[Nn]ote that|[Aa]s per|[Rr]ewritten|[Rr]egenerat|[Pp]ersona|[Cc]haracter setting|"
-    r"[Oo]ut of character|\bOOC\b|[Ii]n character|[Aa]djusted (?:the|to)"
+#: Words about how a reply was generated (rules, persona, regeneration, word limits), never about the user's world.
+#: A note or aside is meta-commentary only when it holds one: "（注：灵隐寺周末人多）" and "(I adjusted the plan)"
+#: are the companion talking to the user, and stay.
+_GENERATION_WORDS = (
+    r"角色设定|人物设定|人设|的设定|设定不符|不符合(?:角色|人物)?设定|重新生成|根据规则|根据要求|按照要求|输出格式|"
+    r"(?:控制|限制)在?\d*字|字数(?:限制|要求|控制)|\d+字以内|以上(?:回复|内容)|[该本此]回复|以下回复|作为AI|"
+    r"用户|输入内容|"
+    r"[Pp]ersona|[Cc]haracter setting|[Oo]ut of character|\bOOC\b|[Ii]n character|[Bb]roke character|[Rr]egenerat|"
+    r"[Rr]ewritten|\b[Tt]he user(?:'s)?\b(?! (?:manual|guide|interface|name))|\b[Uu]ser's|"
+    r"[Pp]er the (?:instructions|rules)|"
+    r"[Aa]s per (?:the )?(?:rules|instructions|requirements|persona|prompt)|[Ww]ord (?:limit|count)|under \d+ words|"
+    r"[Tt]his (?:reply|response)\b"
 )
-#: (rule name, pattern). Each match is meta-commentary to remove.
+_GENERATION = re.compile(_GENERATION_WORDS)
+#: (rule name, pattern). Each match is meta-commentary to remove (``note_line`` only when it holds a generation word).
 META_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
-    ("paren_note", re.compile(rf"[（(][^（）()]{{0,200}}?(?:{_META_WORDS})[^（）()]{{0,200}}?[）)]")),
+    ("paren_note", re.compile(rf"[（(][^（）()]{{0,200}}?(?:{_GENERATION_WORDS})[^（）()]{{0,200}}?[）)]")),
     (
         "rewrite_label",
         re.compile(
-            r"(?m)^\s*(?:改写后|修改后|优化后|重写后|润色后|调整后"
-            r"|以下是(?:改写|修改|优化|重写|调整)后?的?(?:内容|回复|版本)?"
-            r"|Rewritten(?: version)?|Revised(?: version)?"
+            r"(?m)^\s*(?:改写后|修改后|优化后|重写后|润色后"
+            r"|以下是(?:改写|修改|优化|重写|润色)后?的?(?:内容|回复|版本)?"
+            r"|Rewritten(?: version)?|Revised version"
             r"|Here is the (?:rewritten|revised) (?:version|reply|response))"
             r"\s*[:：]\s*"
         ),
@@ -40,11 +51,13 @@ META_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "as_persona_preface",
         re.compile(
-            r"作为[^，。,\n]{1,16}[，,]\s*我(?:会|将)?这样(?:表达|回答|回复|说)\s*[:：]\s*"
+            r"作为(?![你您])[^，。,\n]{1,16}[，,]\s*我(?:会|将)?这样(?:表达|回答|回复|说)\s*[:：]\s*"
             r"|As [A-Z][\w ]{0,30}, I would (?:say|respond|reply|put it)(?: like this)?\s*:\s*"
         ),
     ),
 )
+#: Rules whose matches count only when they hold a generation word.
+NEEDS_GENERATION_WORD = frozenset({"note_line"})
 ROLEPLAY_RULES: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "zh_ai_self_reference",
@@ -90,6 +103,8 @@ def meta_spans(text: str) -> list[MetaSpan]:
     found: list[MetaSpan] = []
     for rule, pattern in META_RULES:
         for match in pattern.finditer(text):
+            if rule in NEEDS_GENERATION_WORD and not _GENERATION.search(match.group(0)):
+                continue
             if match.end() > match.start() and all(match.end() <= s.start or match.start() >= s.end for s in found):
                 found.append(MetaSpan(rule, match.start(), match.end()))
     return sorted(found, key=lambda span: span.start)

@@ -16,12 +16,13 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pipeline.curation.companion import companion_names
 from pipeline.curation.dedup import DEFAULT_NEAR_THRESHOLD, DuplicateIndex
 from pipeline.curation.fields import text_fields, with_fields
 from pipeline.curation.llm import AnswerCache, Ask, AskStats, ask_all, ask_digest, load_prompt
 from pipeline.curation.meta import meta_spans, roleplay_flags, template_flags
-from pipeline.curation.pii import Replacement, apply_replacements, companion_names, pii_flag, plan_pii
-from pipeline.curation.records import DuplicateFlag, FieldEdit, Flag, MetaTextFlag, ScenarioReport
+from pipeline.curation.pii import Replacement, apply_replacements, pii_flag, plan_pii
+from pipeline.curation.records import DuplicateFlag, FieldEdit, Flag, MetaTextFlag, PiiFlag, ScenarioReport
 from pipeline.curation.sensitive import (
     CLASSIFIER_PROMPT,
     CLASSIFIER_SAMPLING,
@@ -77,7 +78,10 @@ class Classifier:
 
 @dataclass
 class PreprocessSummary:
-    """What preprocess found: scenarios, changed ones, flags per kind, scenarios per kind, PII per entity."""
+    """What preprocess found: scenarios, changed ones, flags per kind, scenarios per kind, PII per entity.
+
+    ``entities`` counts replacements by entity ("NAME"), and hits left in place by entity and action
+    ("PHONE (kept)", "NAME (review)"), so the terminal table shows both."""
 
     scenarios: int = 0
     changed: int = 0
@@ -117,7 +121,8 @@ def _field_edits(path: str, text: str, pii: list[Replacement]) -> tuple[list[Rep
     """The replacements of one field (meta-text removed, identifiers replaced) and their flags.
 
     Meta-text is removed only when something meaningful is left; an identifier inside removed meta-text goes
-    with it (no PII flag, the meta flag holds the text).
+    with it (no PII flag, the meta flag holds the text). Identifier hits kept or flagged for review are flagged
+    and change nothing.
     """
     spans = meta_spans(text) if path.startswith(GENERATED_PREFIXES) else []
     removal = [Replacement(span.start, span.end, "") for span in spans]
@@ -140,7 +145,7 @@ def _field_edits(path: str, text: str, pii: list[Replacement]) -> tuple[list[Rep
     if removed:
         pii = [item for item in pii if all(item.end <= cut.start or item.start >= cut.end for cut in removal)]
     flags.extend(pii_flag(path, item) for item in pii)
-    return (removal if removed else []) + pii, flags
+    return (removal if removed else []) + [item for item in pii if item.changes], flags
 
 
 def duplicate_flags(scenarios: Sequence[Scenario], *, near_threshold: float) -> dict[str, DuplicateFlag]:
@@ -214,7 +219,11 @@ def _count(reports: Iterable[ScenarioReport], summary: PreprocessSummary) -> Non
         summary.changed += bool(report.edits)
         summary.flags.update(flag.kind for flag in report.flags)
         summary.flagged_scenarios.update({flag.kind for flag in report.flags})
-        summary.entities.update(flag.entity for flag in report.flags if flag.kind == "pii")
+        summary.entities.update(
+            flag.entity if flag.action == "replaced" else f"{flag.entity} ({flag.action})"
+            for flag in report.flags
+            if isinstance(flag, PiiFlag)
+        )
 
 
 def run_preprocess(source: Path, output: Path, report_path: Path, **options: object) -> PreprocessSummary:

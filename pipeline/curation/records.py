@@ -32,6 +32,7 @@ FLAG_KINDS: tuple[FlagKind, ...] = (
     "duplicate",
 )
 PiiEntity = Literal["PHONE", "EMAIL", "ID_CARD", "BANK_CARD", "NAME", "ADDRESS", "URL", "IP"]
+PiiAction = Literal["replaced", "review", "kept"]
 ScreenVerdict = Literal["keep", "revise", "discard"]
 SCREEN_VERDICTS: tuple[ScreenVerdict, ...] = ("keep", "revise", "discard")
 PairVerdict = Literal["a", "b", "tie"]
@@ -56,13 +57,20 @@ class FlagBase(Record):
 
 
 class PiiFlag(FlagBase):
-    """A personal identifier replaced by a typed placeholder: ``before`` is the original text, ``after`` the
-    placeholder written in its place (names are numbered per scenario: ``[NAME_1]``, ``[NAME_2]``...)."""
+    """A personal identifier, or text shaped like one. ``action`` says what preprocess did:
+
+    - ``replaced``: ``before`` is the original text, ``after`` the placeholder written in its place (names are
+      numbered per scenario: ``[NAME_1]``, ``[NAME_2]``...);
+    - ``review``: a plausible identifier without enough evidence (a nickname with no cue, a given name next to an
+      unknown capitalised word), kept as it is (``after`` = ``before``) for a curator to look at;
+    - ``kept``: identifier-shaped but public (a crisis hotline, an emergency or toll-free number), kept on purpose.
+    """
 
     kind: Literal["pii"] = "pii"
     entity: PiiEntity
     before: str
     after: str
+    action: PiiAction = "replaced"
 
 
 class SensitiveFlag(FlagBase):

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from pipeline.curation.preprocess import clean_scenario, preprocess
 from pipeline.jsonl import write_records
+from pipeline.paths import data_dir
 from pipeline.records import Scenario, ScenarioTags, Turn
 from studio.cli import build_cli
 from tests.pipeline.fake_openai import FakeOpenAI
@@ -167,3 +168,36 @@ def test_history_turns_are_cleaned_too() -> None:
     item = scenario("h1", "好的。", history=[Turn(role="assistant", content="改写后：我在呢。")])
     cleaned, _ = clean_scenario(item)
     assert cleaned.history[0].content == "我在呢。"
+
+
+def test_the_bundled_demo_keeps_personas_hotlines_and_places(tmp_path: Path) -> None:
+    """The curator's first run (README): the 67 demo scenarios keep every persona, hotline and place; only the
+    people the users mention are replaced, and the kept hotlines are reported."""
+    source = data_dir() / "demo" / "scenarios.jsonl"
+    out, report = tmp_path / "out.jsonl", tmp_path / "report.jsonl"
+    result = CliRunner().invoke(build_cli(), ["preprocess", str(source), "-o", str(out), "--report", str(report)])
+    assert result.exit_code == 0, result.output
+    assert "PHONE (kept) 4" in result.output and "NAME 18" in result.output
+    before = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    after = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    assert [item["persona"] for item in after] == [item["persona"] for item in before]
+    assert "[PHONE]" not in out.read_text(encoding="utf-8")
+    flags = [flag for line in report.read_text(encoding="utf-8").splitlines() for flag in json.loads(line)["flags"]]
+    replaced = {flag["before"] for flag in flags if flag["kind"] == "pii" and flag["action"] == "replaced"}
+    assert replaced == {"Jordan", "小林", "Alex", "林静", "Priya", "小周", "jordan", "小敏", "阿楠", "小琪", "Hannah"}
+    kept = [flag["before"] for flag in flags if flag["kind"] == "pii" and flag["action"] == "kept"]
+    assert sorted(kept) == ["1-800-799-7233", "400-161-9995", "400-161-9995", "400-161-9995"]
+    for text in ("静安寺", "徐汇", "翠湖", "蓝月谷", "红景天", "安静", "牛腩", "老公", "1-800-799-7233"):
+        assert text in out.read_text(encoding="utf-8"), text
+
+
+def test_a_companions_own_asides_and_notes_are_not_meta_commentary() -> None:
+    for reference in (
+        "第三天去灵隐寺。（注：灵隐寺周末人多，工作日早点去）",
+        "Day 2: museum at 10. Note: it's closed on Mondays, so I moved it to Tuesday.",
+        "（我调整了时间，你可以多睡半小时）九点出发。",
+        "作为你的朋友，我会这样说：你已经很棒了。",
+        "早上八点太赶了（这不符合你的作息），改到下午吧。",
+    ):
+        cleaned, report = clean_scenario(scenario("a", reference))
+        assert cleaned.reference == reference and "meta_text" not in kinds(report), reference
