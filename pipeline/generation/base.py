@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 #: ``(scenario_id, model, variant)``, the key of every per-response record.
 Key = tuple[str, str, str]
@@ -88,6 +88,10 @@ class Backend(Protocol):
 
     def generate(self, requests: Sequence[GenerationRequest]) -> Iterator[Outcome]:
         """Yield exactly one outcome per request, each as soon as it is known (order not guaranteed)."""
+        ...
+
+    def manifest_settings(self) -> dict[str, Any]:
+        """What the run's manifest records about this backend (endpoint, parallelism, engine options...)."""
         ...
 
 

@@ -12,7 +12,7 @@ import json
 import logging
 import os
 import random
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
@@ -135,8 +135,10 @@ class OpenAIChatClient:
         """
         arguments = {name: value for name, value in sampling.items() if value is not None}
 
+        chat_messages: Any = messages  # our role/content dicts are the OpenAI message shape
+
         async def once() -> Any:
-            return await self._client.chat.completions.create(model=model, messages=messages, **arguments)
+            return await self._client.chat.completions.create(model=model, messages=chat_messages, **arguments)
 
         async with self._semaphore:
             reply = await call_with_retries(once, self._policy, sleep=self._sleep)
@@ -152,7 +154,7 @@ class OpenAIChatClient:
 
 def iterate_async(
     jobs: Sequence[Any],
-    run_one: Callable[[Any], Awaitable[Any]],
+    run_one: Callable[[Any], Coroutine[Any, Any, Any]],
     *,
     window: int,
     cleanup: Callable[[], Awaitable[None]] | None = None,
@@ -203,6 +205,10 @@ class OpenAIBackend:
             base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout, policy=policy, sleep=sleep
         )
         self.concurrency = concurrency
+
+    def manifest_settings(self) -> dict[str, Any]:
+        """What the manifest records: the endpoint, concurrency and timeout (never the key)."""
+        return {"base_url": self.settings.base_url, "concurrency": self.concurrency, "timeout": self.settings.timeout}
 
     def generate(self, requests: Sequence[GenerationRequest]) -> Iterator[Outcome]:
         """Yield one outcome per request as it finishes; failures after retries become RequestFailure."""

@@ -84,10 +84,13 @@ def build_requests(
 ) -> list[GenerationRequest]:
     """One request per scenario whose key ``(id, model, variant)`` is not in ``done``, in scenario order."""
     if build_messages is None:
-        from pipeline.prompts import build_messages
+        from pipeline.prompts import build_messages as default_builder
+
+        build_messages = default_builder
     finished = set(done)
+    messages_of = build_messages
     return [
-        GenerationRequest((scenario.id, model, variant), build_messages(scenario, variant), sampling)
+        GenerationRequest((scenario.id, model, variant), messages_of(scenario, variant), sampling)
         for scenario in scenarios
         if (scenario.id, model, variant) not in finished
     ]
@@ -99,7 +102,7 @@ def response_from(completion: Completion, *, backend: str, prompt_version: str) 
     return Response(
         scenario_id=scenario_id,
         model=model,
-        variant=variant,  # type: ignore[arg-type]
+        variant=variant,
         text=completion.text,
         backend=backend,
         prompt_version=prompt_version,
@@ -115,7 +118,7 @@ def write_outcomes(
 
     Returns ``(responses written, (key, error) of the failed requests)``.
     """
-    written, failures = 0, []
+    written, failures = 0, list[tuple[Key, str]]()
     with run.appender(run.responses) as appender:
         for completion in completions(backend, requests, failures=failures, desc="generate", progress=progress):
             appender.append(response_from(completion, backend=backend.name, prompt_version=prompt_version))
@@ -151,6 +154,7 @@ def run_generation(
         "generate",
         model=model,
         backend=backend.name,
+        backend_settings=backend.manifest_settings(),
         variant=variant,
         sampling=sampling.as_record(),
         prompt_version=PROMPT_VERSION,
