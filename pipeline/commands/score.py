@@ -15,14 +15,25 @@ if TYPE_CHECKING:
 
 EMBEDDER_CHOICE = click.Choice(["bge-m3", "minilm", "none"])
 TOKENIZER_CHOICE = click.Choice(["zh", "jieba"])
+EMBEDDER_MODEL_OPTION = click.option(
+    "--embedder-model",
+    default=None,
+    envvar="H2H_BGE_M3_MODEL",
+    metavar="PATH_OR_ID",
+    help="BGE-M3 to load: a local directory or a hub id [env H2H_BGE_M3_MODEL; default BAAI/bge-m3 from the hub].",
+)
 OUTPUT_FIELDS = ("id", "bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")
 
 
-def _load_embedder_loudly(name: str) -> Embedder | None:
-    """Load the embedder; when it stands in for the one asked for, say so on stderr as well as in the log."""
-    from pipeline.scoring.embedding import load_embedder
+def _load_embedder_loudly(name: str, model: str | None) -> Embedder | None:
+    """Load the embedder; when it stands in for the one asked for, say so on stderr as well as in the log.
+    A model the user named that cannot load is a click error."""
+    from pipeline.scoring.embedding import EmbedderUnavailable, load_embedder
 
-    embedder = load_embedder(name)
+    try:
+        embedder = load_embedder(name, model=model)
+    except EmbedderUnavailable as error:
+        raise click.ClickException(str(error)) from error
     if embedder is not None and embedder.fallback_reason:
         click.echo(
             f"warning: {embedder.fallback_reason}; using {embedder.name} instead "
@@ -60,7 +71,10 @@ def read_pairs(path: Path) -> tuple[list[ScorePair], list[RecordError]]:
 @click.option("--tokenizer", type=TOKENIZER_CHOICE, default="zh", show_default=True, help="BLEU/ROUGE tokenisation.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for BLEU/ROUGE.")
 @click.option("--rescore", is_flag=True, help="Replace existing scores made with another signature (kept aside).")
-def score_command(run_dir: Path, embedder: str, tokenizer: str, workers: int, rescore: bool) -> None:
+@EMBEDDER_MODEL_OPTION
+def score_command(
+    run_dir: Path, embedder: str, tokenizer: str, workers: int, rescore: bool, embedder_model: str | None
+) -> None:
     """Score every response of RUN not scored yet (BLEU-1..4, ROUGE-1/L, SS, S); resumes after a kill."""
     from pipeline.jsonl import RecordError
     from pipeline.rundir import RunDir
@@ -71,9 +85,11 @@ def score_command(run_dir: Path, embedder: str, tokenizer: str, workers: int, re
     if not run.responses.exists():
         raise click.ClickException(f"{run.responses}: no responses to score (run `h2h generate` first)")
     if embedder_name_without_loading(embedder) is None:  # bge-m3: load it here so a fallback is said out loud
-        _load_embedder_loudly(embedder)
+        _load_embedder_loudly(embedder, embedder_model)
     try:
-        scored = score_run(run, embedder=embedder, tokenizer=tokenizer, workers=workers, rescore=rescore)
+        scored = score_run(
+            run, embedder=embedder, tokenizer=tokenizer, workers=workers, rescore=rescore, embedder_model=embedder_model
+        )
     except (ScoringError, RecordError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"scored {scored} responses into {run.scores}")
@@ -85,7 +101,10 @@ def score_command(run_dir: Path, embedder: str, tokenizer: str, workers: int, re
 @click.option("--embedder", type=EMBEDDER_CHOICE, default="bge-m3", show_default=True, help="Similarity model.")
 @click.option("--tokenizer", type=TOKENIZER_CHOICE, default="zh", show_default=True, help="BLEU/ROUGE tokenisation.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for BLEU/ROUGE.")
-def score_pairs_command(input_path: Path, output: Path, embedder: str, tokenizer: str, workers: int) -> None:
+@EMBEDDER_MODEL_OPTION
+def score_pairs_command(
+    input_path: Path, output: Path, embedder: str, tokenizer: str, workers: int, embedder_model: str | None
+) -> None:
     """Score {"id","hypothesis","reference"} lines; write id, bleu1..4, rouge1, rougeL, ss, S in input order."""
     from pipeline.jsonl import write_records
     from pipeline.scoring.combine import combine_s
@@ -99,7 +118,7 @@ def score_pairs_command(input_path: Path, output: Path, embedder: str, tokenizer
         raise click.ClickException(f"{len(problems)} problem(s) in {input_path}; nothing written")
     texts = [(pair.hypothesis, pair.reference) for pair in pairs]
     lexical = score_pairs(texts, tokenizer=tokenizer, workers=workers)
-    loaded = _load_embedder_loudly(embedder)
+    loaded = _load_embedder_loudly(embedder, embedder_model)
     similarities: list[float | None] = [None] * len(pairs)
     if loaded is not None:
         similarities = list(cosine_similarities(loaded, [h for h, _ in texts], [r for _, r in texts]))

