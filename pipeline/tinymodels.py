@@ -56,10 +56,11 @@ class TinyRecipe:
     chat_max_positions: int = 8192
     embedder_max_positions: int = 2048
     seed: int = 20250703
-    init_std: float = 0.02
-    # Larger for the encoder: at 0.02 every text's CLS vector is the same to 1e-4 (cosines all ~1.0), at 0.5 the
-    # cosines of the demo pairs spread over ~0.55-0.9, so a wrong pairing or pooling shows in the SS tests.
-    embedder_init_std: float = 0.5
+    # Far above the usual 0.02, so that outputs depend on their inputs: at 0.02 the encoder gives every text the
+    # same CLS vector to 1e-4 (all cosines ~1.0) and the chat model writes the same noise for different prompts
+    # (22 distinct texts for 67 prompts); at 0.5 the demo pairs' cosines spread over ~0.55-0.9 and every prompt
+    # gets its own text, so a response filed under the wrong key or a wrong pooling shows in the tests.
+    init_std: float = 0.5
     builder: int = BUILDER_VERSION
     # The files' formats follow the libraries that write them (a transformers 5 config is not a 4.x one).
     tokenizers_version: str = field(default_factory=lambda: version("tokenizers"))
@@ -190,7 +191,7 @@ def build_embedder_model(directory: Path, *, recipe: TinyRecipe, corpus: list[st
         eos_token_id=end, dtype="float32",
     )  # fmt: skip
     model = XLMRobertaModel(config)  # with its pooler (unused by BGE-M3) so that loading it reports nothing missing
-    fill_weights(model, seed=recipe.seed + 1, std=recipe.embedder_init_std)
+    fill_weights(model, seed=recipe.seed + 1, std=recipe.init_std)
     model.save_pretrained(directory, safe_serialization=True)
     fast_tokenizer: Any = PreTrainedTokenizerFast  # transformers leaves its __init__ untyped
     wrapped = fast_tokenizer(
