@@ -171,3 +171,13 @@ def test_score_command_names_a_bad_run_line_and_keeps_the_scores(tmp_path: Path)
     assert result.exit_code == 1
     assert f"{run.responses}:2: variant: Input should be 'with_sap' or 'without_sap'" in result.stderr
     assert run.scores.read_bytes() == before
+
+
+@pytest.mark.skipif(importlib.util.find_spec("FlagEmbedding") is not None, reason="FlagEmbedding is installed here")
+def test_embedder_model_that_cannot_load_stops_score_pairs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    source = write_pairs(tmp_path / "in.jsonl", named_rows()[:2])
+    monkeypatch.setenv("H2H_BGE_M3_MODEL", str(tmp_path / "my-bge-m3"))
+    result = CliRunner().invoke(score_pairs_command, [str(source), "-o", str(tmp_path / "out.jsonl")])
+    assert result.exit_code == 1
+    assert f"cannot load the BGE-M3 model '{tmp_path / 'my-bge-m3'}'" in result.stderr
+    assert "minilm" not in result.stderr and not (tmp_path / "out.jsonl").exists()

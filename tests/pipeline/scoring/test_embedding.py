@@ -89,3 +89,34 @@ def test_bge_m3_falls_back_to_minilm_loudly(caplog: pytest.LogCaptureFixture) ->
     assert embedder is not None and embedder.name == MINILM_NAME
     assert embedder.fallback_reason is not None and "FlagEmbedding" in embedder.fallback_reason
     assert any("falling back to minilm" in record.getMessage() for record in caplog.records)
+
+
+def test_a_local_model_is_named_by_its_path_and_content(tmp_path) -> None:
+    from pipeline.scoring.embedding import bge_m3_identity, directory_digest
+
+    model = tmp_path / "bge"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors").write_bytes(b"\x00" * 10)
+    name = bge_m3_identity(str(model))
+    assert name == f"bge-m3:{model.resolve()}#sha256:{directory_digest(model)[:16]}"
+    (model / "model.safetensors").write_bytes(b"\x01" * 10)
+    assert bge_m3_identity(str(model)) != name  # other weights, another signature
+
+
+def test_the_model_comes_from_the_argument_then_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pipeline.scoring.embedding import requested_bge_m3_model
+
+    monkeypatch.delenv("H2H_BGE_M3_MODEL", raising=False)
+    assert requested_bge_m3_model() is None
+    monkeypatch.setenv("H2H_BGE_M3_MODEL", "/models/bge-m3")
+    assert requested_bge_m3_model() == "/models/bge-m3"
+    assert requested_bge_m3_model("/elsewhere") == "/elsewhere"
+
+
+@pytest.mark.skipif(importlib.util.find_spec("FlagEmbedding") is not None, reason="FlagEmbedding is installed here")
+def test_a_named_model_that_cannot_load_is_an_error_never_a_fallback(tmp_path) -> None:
+    from pipeline.scoring.embedding import EmbedderUnavailable
+
+    with pytest.raises(EmbedderUnavailable, match=f"cannot load the BGE-M3 model '{tmp_path}': BGE-M3 unavailable"):
+        load_embedder("bge-m3", model=str(tmp_path))

@@ -81,7 +81,7 @@ def test_scoring_a_finished_run_again_does_nothing_and_loads_no_model(
 ) -> None:
     import pipeline.scoring.run as scoring
 
-    def no_model(name: str) -> Embedder:
+    def no_model(name: str, **_options: object) -> Embedder:
         raise AssertionError(f"loaded {name} with nothing to score")
 
     monkeypatch.setattr(scoring, "load_embedder", no_model)
