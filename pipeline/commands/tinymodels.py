@@ -33,3 +33,7 @@ def tiny_models_command(out: Path | None) -> None:
 
 
 COMMANDS: tuple[click.Command, ...] = (tiny_models_command,)
+
+
+if __name__ == "__main__":  # `python -m pipeline.commands.tinymodels --out DIR`, the same as `h2h tiny-models`
+    tiny_models_command()
