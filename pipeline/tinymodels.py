@@ -33,7 +33,7 @@ from pipeline.paths import bundled_resources
 logger = logging.getLogger(__name__)
 
 #: Bumped when the way the models are built changes (part of the cache digest).
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2
 RECIPE_FILE = "recipe.json"
 CHAT_TEMPLATE = (
     "{% for message in messages %}<|im_start|>{{ message['role'] }}\n{{ message['content'] }}<|im_end|>\n"
@@ -112,17 +112,19 @@ def training_corpus() -> list[str]:
 
 
 def train_tokenizer(corpus: list[str], *, vocab_size: int, special_tokens: tuple[str, ...]) -> Any:
-    """A byte-level BPE ``tokenizers.Tokenizer`` trained on ``corpus``; the special tokens take the first ids."""
+    """A byte-level BPE ``tokenizers.Tokenizer`` trained on ``corpus`` (every byte but NUL in its alphabet); the
+    special tokens take the first ids."""
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
 
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tokenizer.decoder = decoders.ByteLevel()
+    # Every byte but NUL: a random model would otherwise write NULs now and then, which no store can hold as text
+    # (the records refuse them). The bundled text has none, so nothing it needs is lost.
+    [(nul, _)] = pre_tokenizers.ByteLevel(add_prefix_space=False).pre_tokenize_str("\x00")
+    alphabet = [char for char in pre_tokenizers.ByteLevel.alphabet() if char != nul]
     trainer = trainers.BpeTrainer(
-        vocab_size=vocab_size,
-        special_tokens=list(special_tokens),
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
+        vocab_size=vocab_size, special_tokens=list(special_tokens), initial_alphabet=alphabet, show_progress=False
     )
     tokenizer.train_from_iterator(corpus, trainer=trainer)
     return tokenizer

@@ -116,12 +116,22 @@ def write_outcomes(
 ) -> tuple[int, list[tuple[Key, str]]]:
     """Send ``requests`` to ``backend`` and append each completion to ``RUN/responses.jsonl`` as it arrives.
 
-    Returns ``(responses written, (key, error) of the failed requests)``.
+    Returns ``(responses written, (key, error) of the failed requests)``; a completion whose text cannot be stored
+    (a NUL character) is one of the failures.
     """
+    from pydantic import ValidationError
+
     written, failures = 0, list[tuple[Key, str]]()
     with run.appender(run.responses) as appender:
         for completion in completions(backend, requests, failures=failures, desc="generate", progress=progress):
-            appender.append(response_from(completion, backend=backend.name, prompt_version=prompt_version))
+            try:
+                response = response_from(completion, backend=backend.name, prompt_version=prompt_version)
+            except ValidationError as error:  # text no store can hold (a NUL): this request fails, the run goes on
+                problem = f"the model's text cannot be stored: {error.errors()[0]['msg']}"
+                logger.warning("generate request %s failed: %s", completion.request.key, problem)
+                failures.append((completion.request.key, problem))
+                continue
+            appender.append(response)
             written += 1
     return written, failures
 

@@ -54,6 +54,8 @@ def test_the_chat_model_has_a_chat_template_and_generates(built: Path) -> None:
         == "<|im_start|>system\n你是小雨。<|im_end|>\n<|im_start|>user\n今天好累<|im_end|>\n<|im_start|>assistant\n"
     )
     assert tokenizer.decode(tokenizer(prompt)["input_ids"]) == prompt  # byte-level BPE: Chinese round-trips
+    vocabulary = list(range(len(tokenizer)))
+    assert not any("\x00" in tokenizer.decode([token]) for token in vocabulary)  # it cannot write a NUL
     model = AutoModelForCausalLM.from_pretrained(built / "chat")
     config = model.config
     assert (config.hidden_size // config.num_attention_heads, config.num_hidden_layers) == (

@@ -267,3 +267,30 @@ def test_cli_names_the_bad_line_and_loses_nothing(tmp_path: Path, fake_openai: F
     assert responses.read_bytes() == b"not json\n" + stored["responses.jsonl"]
     assert (run / "scenarios.jsonl").read_bytes() == stored["scenarios.jsonl"]
     assert len(fake_openai.chat_requests()) == requests_before
+
+
+class _NulBackend:
+    """Answers every request, one of them with a NUL inside (as a model's raw bytes can)."""
+
+    name = "stand-in"
+
+    def generate(self, requests):
+        from pipeline.generation.base import Completion
+
+        for request in requests:
+            text = "bad\x00text" if request.key[0] == "s001" else f"ok {request.key[0]}"
+            yield Completion(request, text, {})
+
+    def manifest_settings(self) -> dict:
+        return {}
+
+
+def test_a_response_no_store_can_hold_fails_alone(tmp_path: Path) -> None:
+    run = RunDir(tmp_path / "run")
+    summary = run_generation(
+        run, make_scenarios(3), _NulBackend(), model="m", variant="with_sap", sampling=SAMPLING, progress=False
+    )
+    assert summary.written == 2
+    [(key, error)] = summary.failures
+    assert key == ("s001", "m", "with_sap") and "the model's text cannot be stored: contains a NUL character" in error
+    assert sorted(k[0] for k in run.load(run.responses, Response)) == ["s000", "s002"]
