@@ -1,17 +1,19 @@
 """vLLM throughput: our generate path against the raw ``LLM.chat`` on all prompts at once, side by side.
 
-One engine, the same prompts (every demo scenario in both variants, the project's own messages), the same
-per-request sampling, one run. Each round times
+One engine, the same prompts, the same per-request sampling, one run. The prompts: the demo scenarios with SAP, the
+project's own messages, in ``--copies`` copies whose user inputs differ by a suffix (4 × 67 = 268 prompts: more than
+the CPU engine's 256 sequences, so both paths have to queue; one variant, because one ``h2h generate`` runs one).
+Each round times
 
 * raw: ``llm.chat(all conversations, sampling params)``: vLLM given everything at once, its best case;
 * ours: ``pipeline.generation.runner.run_generation`` with the :class:`VLLMBackend` around the same ``LLM`` into a
-  fresh run directory — the whole ``h2h generate`` path: requests fed through ``enqueue_chat``, each response
-  written (fsynced) to ``responses.jsonl`` as it finishes;
+  fresh run directory — the whole ``h2h generate`` path: scenarios stored, prompts built, requests fed through
+  ``enqueue_chat``, each response written (fsynced) to ``responses.jsonl`` as it finishes;
 
 alternating which goes first. It prints generated tokens per second of each, their ratio per round and overall
 (goal: ours/raw ≥ 0.95), and checks that both wrote the same text for every prompt.
 
-    python benchmarks/bench_vllm.py [--model DIR] [--max-tokens 256] [--rounds 4] [--engine-option KEY=VALUE ...]
+    python benchmarks/bench_vllm.py [--model DIR] [--copies 4] [--max-tokens 256] [--rounds 4] [--engine-option K=V]
 
 Without ``--model`` it uses the project's tiny random-weight Qwen2 (``h2h tiny-models``): on a CPU that measures
 the feeding overhead against a very fast model, the hardest case for the ratio. Exits 1 when the texts differ.
@@ -35,12 +37,13 @@ from pipeline.records import Response, Scenario
 from pipeline.rundir import RunDir
 
 GOAL = 0.95
-VARIANTS = ("with_sap", "without_sap")
+VARIANT = "with_sap"
 
 
 def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", default=None, help="model directory or id [the tiny Qwen2]")
+    parser.add_argument("--copies", type=int, default=4, help="copies of the 67 demo scenarios")
     parser.add_argument("--max-tokens", type=int, default=256)
     parser.add_argument("--rounds", type=int, default=4, help="rounds, alternating which path goes first")
     parser.add_argument("--max-in-flight", type=int, default=DEFAULT_MAX_IN_FLIGHT)
@@ -48,18 +51,22 @@ def parse_arguments(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
-def load_demo() -> list[Scenario]:
+def load_demo(copies: int) -> list[Scenario]:
+    """The demo scenarios, ``copies`` times; copy k > 0 has ids ending ``#k`` and ``(k)`` after the user input."""
     from pipeline.dataset import load_scenarios
 
-    return load_scenarios(demo_dir() / "scenarios.jsonl")
+    demo = load_scenarios(demo_dir() / "scenarios.jsonl")
+    return [
+        scenario.model_copy(update={"id": f"{scenario.id}#{k}", "user_input": f"{scenario.user_input} ({k})"})
+        if k
+        else scenario
+        for k in range(copies)
+        for scenario in demo
+    ]
 
 
 def all_requests(scenarios: list[Scenario], model: str, sampling: SamplingParams) -> list[GenerationRequest]:
-    return [
-        request
-        for variant in VARIANTS
-        for request in build_requests(scenarios, model=model, variant=variant, sampling=sampling)
-    ]
+    return build_requests(scenarios, model=model, variant=VARIANT, sampling=sampling)
 
 
 def time_raw(llm: Any, requests: list[GenerationRequest]) -> tuple[float, int, dict[tuple[str, str, str], str]]:
@@ -79,16 +86,13 @@ def time_raw(llm: Any, requests: list[GenerationRequest]) -> tuple[float, int, d
 def time_ours(
     backend: VLLMBackend, scenarios: list[Scenario], model: str, sampling: SamplingParams, work: Path
 ) -> tuple[float, int, dict[tuple[str, str, str], str]]:
-    """Seconds, generated tokens and texts of the generate stage (both variants) into a fresh run directory."""
+    """Seconds, generated tokens and texts of the generate stage into a fresh run directory."""
     run = RunDir(Path(tempfile.mkdtemp(dir=work)))
     start = time.perf_counter()
-    for variant in VARIANTS:
-        summary = run_generation(
-            run, scenarios, backend, model=model, variant=variant, sampling=sampling, progress=False
-        )
-        if summary.failures:
-            raise RuntimeError(f"{len(summary.failures)} requests failed: {summary.failures[:3]}")
+    summary = run_generation(run, scenarios, backend, model=model, variant=VARIANT, sampling=sampling, progress=False)
     seconds = time.perf_counter() - start
+    if summary.failures:
+        raise RuntimeError(f"{len(summary.failures)} requests failed: {summary.failures[:3]}")
     responses = run.load(run.responses, Response)
     tokens = sum(response.usage["completion_tokens"] for response in responses.values())
     return seconds, tokens, {key: response.text for key, response in responses.items()}
@@ -102,7 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
         arguments.model = str(cached_tiny_models().chat)
     options = dict(parse_engine_option(text) for text in arguments.engine_option)
-    scenarios = load_demo()
+    scenarios = load_demo(arguments.copies)
     sampling = SamplingParams(temperature=0.7, top_p=1.0, max_tokens=arguments.max_tokens, seed=0)
     requests = all_requests(scenarios, arguments.model, sampling)
     backend = VLLMBackend(model=arguments.model, max_in_flight=arguments.max_in_flight, engine_options=options)
