@@ -56,7 +56,7 @@ def test_score_pairs_with_a_local_bge_m3_equals_a_transformers_computation(tiny:
     assert "BGE-M3 unavailable" not in output  # no fallback
     ours = [json.loads(line)["ss"] for line in (tmp_path / "out.jsonl").read_text(encoding="utf-8").splitlines()]
     expected = cls_similarities(tiny.embedder, pairs)
-    assert np.max(np.abs(np.array(ours) - np.array(expected))) < 1e-5  # measured 5.5e-7 (float32, padded batches)
+    assert np.max(np.abs(np.array(ours) - np.array(expected))) < 1e-5  # measured 6.7e-7 (float32, padded batches)
     assert ours[-1] == pytest.approx(1.0, abs=1e-6)  # identical texts
     assert np.std(expected[:-1]) > 0.02  # the tiny encoder tells texts apart (a swapped pair would show)
 
