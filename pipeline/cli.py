@@ -28,6 +28,7 @@ PIPELINE_COMMAND_MODULES: tuple[str, ...] = (
     "pipeline.commands.leaderboard",
     "pipeline.commands.curation",
     "pipeline.commands.faireval",
+    "pipeline.commands.tinymodels",
 )
 
 

@@ -28,12 +28,13 @@ def tiny_models_command(out: Path | None) -> None:
         models = cached_tiny_models() if out is None else build_tiny_models(out)
     except FileExistsError as error:
         raise click.ClickException(str(error)) from error
+    except ImportError as error:  # a pipeline-only install: transformers and torch come with the minilm extra
+        raise click.ClickException(
+            f"h2h tiny-models needs transformers, tokenizers and torch ({error}): "
+            "pip install torch==2.13.0 'h2htalk-studio[minilm]'"
+        ) from error
     click.echo(f"chat model: {models.chat}")
     click.echo(f"embedder: {models.embedder}")
 
 
 COMMANDS: tuple[click.Command, ...] = (tiny_models_command,)
-
-
-if __name__ == "__main__":  # `python -m pipeline.commands.tinymodels --out DIR`, the same as `h2h tiny-models`
-    tiny_models_command()

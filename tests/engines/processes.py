@@ -21,8 +21,8 @@ SESSIONS: list[int] = []
 
 
 def h2h_command(*arguments: str) -> list[str]:
-    """``h2h ARGS`` run by this interpreter (``python -m studio.cli`` keeps the ``__main__`` idiom vLLM needs)."""
-    return [sys.executable, "-m", "studio.cli", *arguments]
+    """``h2h ARGS`` run by this interpreter (``python -m pipeline.cli`` keeps the ``__main__`` idiom vLLM needs)."""
+    return [sys.executable, "-m", "pipeline.cli", *arguments]
 
 
 def spawn(command: Sequence[str], *, log: Path, cwd: Path = REPO_ROOT) -> subprocess.Popen[bytes]:
