@@ -30,7 +30,7 @@ from pipeline.generation.base import (
 )
 from pipeline.jsonl import JsonlAppender, RecordError, iter_lines, parse_json_line, repair_torn_tail
 from pipeline.paths import prompts_dir
-from pipeline.records import JUDGED_SUBTASKS, Judgment, Response, Scenario, utc_now
+from pipeline.records import JUDGED_SUBTASKS, Judgment, Response, Scenario, storable_text, utc_now
 from pipeline.results import judge_label
 from pipeline.rundir import RunDir
 
@@ -223,6 +223,9 @@ def kept_judgments(run: RunDir, *, judge_model: str, version: str, rejudge: bool
 
 def judgment_for(task: JudgeTask, *, judge_model: str, version: str, raw: str, usage: dict[str, int]) -> Judgment:
     """The Judgment record of one judge answer (parsed; the raw text is always kept)."""
+    raw, replaced = storable_text(raw)  # a judge's answer is model text too: a NUL must not stop the stage
+    if replaced:
+        logger.warning("judge %s: %d character(s) no store can hold (NUL) replaced by U+FFFD", task.key, replaced)
     verdict = parse_judge_answer(raw)
     scenario_id, model, variant = task.key
     return Judgment(

@@ -38,6 +38,16 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 UNSTORABLE_TEXT = "unstorable_text"
 
 
+def storable_text(text: str) -> tuple[str, int]:
+    """``text`` with every character no store can hold (NUL, lone surrogates) replaced by U+FFFD, and how many.
+
+    For text a model wrote: a random or broken model can emit a NUL, and refusing its answer would make a seeded
+    rerun fail the same way forever; the replacement character keeps the damage visible to whoever reads it.
+    """
+    cleaned, count = _UNSTORABLE.subn("\ufffd", text)
+    return cleaned, count
+
+
 def unstorable_text_problem(value: Any) -> str | None:
     """Why ``value`` (a string, or lists / dicts of them, keys included) cannot be stored as text, or None."""
     if isinstance(value, str):

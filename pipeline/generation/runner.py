@@ -22,7 +22,7 @@ from pipeline.generation.base import (
     StageSummary,
     completions,
 )
-from pipeline.records import Response, Scenario, Variant
+from pipeline.records import Response, Scenario, Variant, storable_text
 from pipeline.rundir import RunDir
 
 logger = logging.getLogger(__name__)
@@ -99,11 +99,16 @@ def build_requests(
 def response_from(completion: Completion, *, backend: str, prompt_version: str) -> Response:
     """The Response record of a finished request (sampling and usage included)."""
     scenario_id, model, variant = completion.request.key
+    text, replaced = storable_text(completion.text)
+    if replaced:
+        logger.warning(
+            "generate %s: %d character(s) no store can hold (NUL) replaced by U+FFFD", completion.request.key, replaced
+        )
     return Response(
         scenario_id=scenario_id,
         model=model,
         variant=variant,
-        text=completion.text,
+        text=text,
         backend=backend,
         prompt_version=prompt_version,
         sampling=completion.request.sampling.as_record(),
@@ -116,22 +121,13 @@ def write_outcomes(
 ) -> tuple[int, list[tuple[Key, str]]]:
     """Send ``requests`` to ``backend`` and append each completion to ``RUN/responses.jsonl`` as it arrives.
 
-    Returns ``(responses written, (key, error) of the failed requests)``; a completion whose text cannot be stored
-    (a NUL character) is one of the failures.
+    Returns ``(responses written, (key, error) of the failed requests)``. Characters of the model's text that no
+    store can hold (a NUL) are replaced by U+FFFD and logged (:func:`pipeline.records.storable_text`).
     """
-    from pydantic import ValidationError
-
     written, failures = 0, list[tuple[Key, str]]()
     with run.appender(run.responses) as appender:
         for completion in completions(backend, requests, failures=failures, desc="generate", progress=progress):
-            try:
-                response = response_from(completion, backend=backend.name, prompt_version=prompt_version)
-            except ValidationError as error:  # text no store can hold (a NUL): this request fails, the run goes on
-                problem = f"the model's text cannot be stored: {error.errors()[0]['msg']}"
-                logger.warning("generate request %s failed: %s", completion.request.key, problem)
-                failures.append((completion.request.key, problem))
-                continue
-            appender.append(response)
+            appender.append(response_from(completion, backend=backend.name, prompt_version=prompt_version))
             written += 1
     return written, failures
 

@@ -329,3 +329,11 @@ def test_judges_never_mix_in_one_run_unless_rejudging(tmp_path: Path, fake_opena
     assert archived.read_bytes() == before
     assert {j.judge_model for j in run.load(run.judgments, Judgment).values()} == {"judge-y"}
     assert {r.judge_model for r in _results(run).values() if r.subtask != "dialogue_base"} == {"judge-y"}
+
+
+def test_a_nul_in_the_judges_answer_is_kept_visibly_replaced() -> None:
+    from pipeline.judge import JudgeTask, judgment_for
+
+    task = JudgeTask(key=("s1", "m", "with_sap"), messages=[], digest="d")
+    judgment = judgment_for(task, judge_model="j", version="v", raw='{"score": 4}\x00', usage={})
+    assert judgment.raw == '{"score": 4}\ufffd' and judgment.J_judge == 4.0

@@ -285,12 +285,12 @@ class _NulBackend:
         return {}
 
 
-def test_a_response_no_store_can_hold_fails_alone(tmp_path: Path) -> None:
+def test_a_nul_from_the_model_is_stored_visibly_replaced_and_a_rerun_has_nothing_left_to_do(tmp_path: Path) -> None:
     run = RunDir(tmp_path / "run")
-    summary = run_generation(
-        run, make_scenarios(3), _NulBackend(), model="m", variant="with_sap", sampling=SAMPLING, progress=False
-    )
-    assert summary.written == 2
-    [(key, error)] = summary.failures
-    assert key == ("s001", "m", "with_sap") and "the model's text cannot be stored: contains a NUL character" in error
-    assert sorted(k[0] for k in run.load(run.responses, Response)) == ["s000", "s002"]
+    options = {"model": "m", "variant": "with_sap", "sampling": SAMPLING, "progress": False}
+    summary = run_generation(run, make_scenarios(3), _NulBackend(), **options)
+    assert (summary.written, summary.failures) == (3, [])
+    texts = {key[0]: response.text for key, response in run.load(run.responses, Response).items()}
+    assert texts == {"s000": "ok s000", "s001": "bad\ufffdtext", "s002": "ok s002"}
+    again = run_generation(run, make_scenarios(3), _NulBackend(), **options)  # a seeded rerun must not loop on it
+    assert (again.written, again.skipped, again.failures) == (0, 3, [])
