@@ -167,6 +167,14 @@ def _ingest_scenarios(session: Session, scenarios: Iterable[Scenario], actor: st
     report.scenarios_added, report.scenarios_updated = len(added), len(changed)
 
 
+def ingest_scenarios(session: Session, scenarios: Iterable[Scenario], *, actor: str) -> IngestReport:
+    """Add new scenarios and update changed ones in place (audit-logged), by the rule ``h2h ingest`` follows, in the
+    caller's transaction (the admin page's and API's imports)."""
+    report = IngestReport()
+    _ingest_scenarios(session, scenarios, actor, report)
+    return report
+
+
 def _ingest_responses(session: Session, responses: Iterable[Response], report: IngestReport) -> dict[Key, int]:
     stored = {
         (sid, model, variant): (rid, text)

@@ -31,6 +31,9 @@ CURATORS: frozenset[Role] = frozenset({"curator", "admin"})
 RESEARCHERS: frozenset[Role] = frozenset({"researcher", "curator", "admin"})
 #: People who manage campaigns: they see every campaign, open or closed, and every campaign's progress.
 MANAGERS: frozenset[Role] = RESEARCHERS
+#: People who run the studio: accounts, the whole audit log, creating and assigning campaigns. The store always keeps
+#: one active person in one of these roles (``studio.services.auth`` refuses to deactivate or demote the last one).
+ADMINS: frozenset[Role] = frozenset({"admin"})
 
 
 class Caller(Protocol):
@@ -68,6 +71,11 @@ def is_allowed(caller: Caller | None, action: PolicyAction) -> bool:
     return caller is not None and action(caller) is None
 
 
+def is_admin_role(role: str) -> bool:
+    """Whether ``role`` is one of :data:`ADMINS` (the store always keeps one active person holding such a role)."""
+    return role in ADMINS
+
+
 def _one_of(roles: frozenset[Role]) -> PolicyAction:
     needs = " or ".join(role for role in ROLES if role in roles)
 
@@ -87,6 +95,30 @@ class AccountPolicy:
     @staticmethod
     def own() -> PolicyAction:
         return _anyone
+
+
+class AdminPolicy:
+    """Running the studio: other people's accounts, the audit log, campaigns, imports (the admin page and API)."""
+
+    @staticmethod
+    def manage_users() -> PolicyAction:
+        """List people; add them; change a role; deactivate, reactivate; reset a password; revoke sessions."""
+        return _one_of(ADMINS)
+
+    @staticmethod
+    def read_audit() -> PolicyAction:
+        """Read the whole audit log (every entity, every actor), filtered."""
+        return _one_of(ADMINS)
+
+    @staticmethod
+    def manage_campaigns() -> PolicyAction:
+        """Create campaigns, close and reopen them, say which roles may work on them, read every one's progress."""
+        return _one_of(ADMINS)
+
+    @staticmethod
+    def import_scenarios() -> PolicyAction:
+        """Upload scenario files (checked, then stored on confirmation); the only upload the studio takes."""
+        return _one_of(CURATORS)
 
 
 class CampaignPolicy:

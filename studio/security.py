@@ -15,6 +15,12 @@ event routes act on the session cookie and have no CSRF token of their own.
 address and per username, and refuses further attempts — before the password is hashed — while any
 count is over its limit. Counts live in the process: each studio replica throttles on its own, which
 bounds guessing per replica without a shared store.
+
+The address is the connection's own unless ``Settings.forwarded_allow_ips`` names the reverse proxies to believe:
+``studio.web.app.create_app`` then adds uvicorn's ``ProxyHeadersMiddleware``, which takes the client's address (and
+scheme) from ``X-Forwarded-For`` / ``X-Forwarded-Proto`` of requests from those addresses only. ``h2h studio`` runs
+uvicorn with its own proxy-header handling off: uvicorn's default believes these headers from loopback, so anyone on
+the machine (or a local proxy passing client headers on) could name a new address with each guess.
 """
 
 from __future__ import annotations
@@ -26,6 +32,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMappi
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
+
+from studio.services.usernames import throttle_key
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -165,7 +173,7 @@ class LoginThrottle:
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def _keys(self, username: str, address: str) -> list[tuple[tuple[str, str], int]]:
-        name = username.strip().casefold()
+        name = throttle_key(username)
         return [
             (("pair", f"{name}\x00{address}"), self.per_pair),
             (("address", address), self.per_address),
@@ -230,6 +238,6 @@ class LoginThrottle:
 
 
 def client_address(request: Any) -> str:
-    """The caller's address as the ASGI server reports it (run uvicorn with ``--proxy-headers`` behind a proxy)."""
+    """The caller's address: the connection's, or the client a trusted proxy names (``forwarded_allow_ips``)."""
     client = getattr(request, "client", None)
     return client.host if client is not None and client.host else "unknown"

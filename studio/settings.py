@@ -37,6 +37,13 @@ class Settings(BaseSettings):
     #: Mark the session cookie ``Secure`` (and send HSTS): True behind HTTPS (also when a proxy ends TLS),
     #: False never; None follows the request's own scheme.
     cookie_secure: bool | None = None
+    #: Addresses of the reverse proxies whose ``X-Forwarded-For`` / ``X-Forwarded-Proto`` headers are believed
+    #: (comma-separated IPs or networks, ``*`` for any; uvicorn's ``--forwarded-allow-ips``). None: no proxy header
+    #: is believed, from any address, loopback included — the login throttle counts the connection's own address.
+    forwarded_allow_ips: str | None = None
+    #: Largest upload the admin page's scenario import takes (all its files together, in bytes); the studio takes no
+    #: other upload. The REST import is bounded by ``max_request_bytes`` as every API body is.
+    max_upload_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
 
 
 def get_settings(**overrides: Any) -> Settings:

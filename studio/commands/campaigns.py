@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from studio.commands.options import db_option, open_store
+from studio.policies import ROLES  # no ORM import: ``h2h --help`` stays fast
 
 if TYPE_CHECKING:
     from studio.schemas import WorkflowSchema
@@ -71,6 +72,7 @@ def campaign() -> None:
 )
 @click.option("--people-per-item", type=click.IntRange(min=1), default=None)
 @click.option("--subtask", "subtasks", multiple=True, help="Only these subtasks (repeatable).")
+@click.option("--language", "languages", multiple=True, help="Only scenarios in these languages: zh, en, mixed.")
 @click.option("--high-risk-only", is_flag=True)
 @click.option("--model", "models", multiple=True, help="Only responses of these models (repeatable).")
 @click.option("--variant", "variants", multiple=True, type=click.Choice(["with_sap", "without_sap"]))
@@ -83,6 +85,7 @@ def create(
     schema_name: str,
     people_per_item: int | None,
     subtasks: tuple[str, ...],
+    languages: tuple[str, ...],
     high_risk_only: bool,
     models: tuple[str, ...],
     variants: tuple[str, ...],
@@ -98,6 +101,7 @@ def create(
     schema = resolve_schema(schema_name, schemas_dir)
     selection = TargetSelection(
         subtasks=list(subtasks) or None,
+        languages=list(languages) or None,
         high_risk_only=high_risk_only,
         models=list(models) or None,
         variants=list(variants) or None,
@@ -120,17 +124,32 @@ def create(
 @campaign.command("list")
 @db_option
 def list_(db_url: str | None) -> None:
-    """List campaigns with status and progress."""
+    """List campaigns: workflow, status, people per item, progress, people who answered, roles that may work."""
     from studio.db import read_session
-    from studio.services.campaigns import campaign_summaries
+    from studio.services.campaigns import campaign_overviews
 
     with open_store(db_url) as engine, read_session(engine) as session:
-        for summary in campaign_summaries(session):
+        for summary in campaign_overviews(session):
             progress = summary.progress
             click.echo(
                 f"{summary.name}\t{summary.schema_name}\t{summary.status}\t{summary.people_per_item}/item\t"
-                f"{progress['answers']} answers\t{progress['complete_items']}/{progress['items']} complete"
+                f"{progress['answers']} answers\t{progress['complete_items']}/{progress['items']} complete\t"
+                f"{summary.people} people\t{','.join(summary.eligible_roles)}"
             )
+
+
+@campaign.command("assign")
+@click.argument("name")
+@click.option("--role", "roles", multiple=True, required=True, type=click.Choice(ROLES), help="Repeatable.")
+@db_option
+def assign(name: str, roles: tuple[str, ...], db_url: str | None) -> None:
+    """Say which roles may work on campaign NAME (replaces its workflow's eligible roles for this campaign)."""
+    from studio.db import write_session
+    from studio.services.campaigns import set_eligible_roles
+
+    with open_store(db_url) as engine, write_session(engine) as session:
+        changed = set_eligible_roles(session, name=name, roles=roles, actor="cli")
+    click.echo(f"campaign {changed.name}: {', '.join(changed.eligible_roles)} may work on it")
 
 
 def _set_status(name: str, status: str, db_url: str | None) -> None:

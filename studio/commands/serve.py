@@ -3,25 +3,37 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
 from studio.commands.options import open_store
 
 
-def serve(database_url: str, host: str, port: int) -> None:
-    """Serve the studio (REST API, login page, Gradio UI) over ``database_url`` with uvicorn until stopped."""
+def server_config(app: Any, *, host: str, port: int) -> Any:
+    """The uvicorn configuration the studio is served with. uvicorn's own proxy-header handling is off: by default it
+    believes ``X-Forwarded-For`` from loopback, which would let anyone on the machine pick the address the login
+    throttle counts. The app believes proxy headers only from ``Settings.forwarded_allow_ips``."""
+    import uvicorn
+
+    return uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=False)
+
+
+def serve(database_url: str, host: str, port: int, forwarded_allow_ips: str | None = None) -> None:
+    """Serve the studio (REST API, login page, Gradio UI) over ``database_url`` with uvicorn until stopped;
+    ``forwarded_allow_ips`` (default: ``$H2H_FORWARDED_ALLOW_IPS``) names the reverse proxies to believe."""
     import uvicorn
 
     from studio.settings import get_settings
     from studio.web.app import create_app
 
-    settings = get_settings(database_url=database_url)
+    overrides = {"forwarded_allow_ips": forwarded_allow_ips} if forwarded_allow_ips is not None else {}
+    settings = get_settings(database_url=database_url, **overrides)
     with open_store(settings.database_url):  # migrate (or say why the store cannot be opened) before serving
         pass
     app = create_app(settings)
     click.echo(f"H2HTalk Studio on http://{host}:{port}/ (sign in at /login; Ctrl+C stops)", err=True)
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    uvicorn.Server(server_config(app, host=host, port=port)).run()
 
 
 @click.command("studio")
@@ -34,9 +46,16 @@ def serve(database_url: str, host: str, port: int) -> None:
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to listen on.")
 @click.option("--port", default=7860, show_default=True, type=int, help="Port to listen on.")
-def studio_command(database_url: str, host: str, port: int) -> None:
+@click.option(
+    "--forwarded-allow-ips",
+    default=None,
+    metavar="IPS",
+    help="Reverse proxies whose X-Forwarded-For/-Proto to believe: comma-separated addresses or networks, '*' for "
+    "any (default $H2H_FORWARDED_ALLOW_IPS, else none: not even loopback).",
+)
+def studio_command(database_url: str, host: str, port: int, forwarded_allow_ips: str | None) -> None:
     """Serve the studio in the browser over a store (migrated to the latest schema first)."""
-    serve(database_url, host, port)
+    serve(database_url, host, port, forwarded_allow_ips)
 
 
 @click.command("demo")

@@ -1,23 +1,32 @@
-"""People and login: argon2 password hashes (pwdlib), opaque tokens stored as sha256 with an expiry."""
+"""People and login: argon2 password hashes (pwdlib), opaque tokens stored as sha256 with an expiry; and the
+account changes an admin makes (role, deactivate / reactivate, password reset, revoking sessions), each audit-logged.
+
+Usernames go through :func:`studio.services.usernames.normalise_username` when an account is created and when
+someone signs in. A deactivated person's tokens stop working at once (:func:`user_for_token` checks ``is_active``)
+and are revoked too, so reactivating them brings back no old session. The store always keeps one active person with
+a role of :data:`studio.policies.ADMINS`: deactivating or demoting the last one is refused (``Conflict``).
+"""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
+import unicodedata
 from datetime import datetime, timedelta
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Select, bindparam, update
+from sqlalchemy import Select, bindparam, func, update
 from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from studio.db import core_connection
 from studio.models import AuditLog, AuthToken, User, UserPublic, utc_now
 from studio.models.types import UTCDateTime, stored_id
-from studio.policies import ROLES
+from studio.policies import ADMINS, ROLES, is_admin_role
 from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
 from studio.services.text import is_unicode
+from studio.services.usernames import normalise_username
 
 DEFAULT_TOKEN_TTL_SECONDS = 7 * 24 * 3600
 
@@ -55,14 +64,20 @@ def check_role(role: str) -> str:
     return role
 
 
-def create_user(session: Session, *, username: str, password: str, role: str, actor: str = "system") -> UserPublic:
-    """Add a person; raises ``Conflict`` when the name is taken, ``InvalidInput`` for a bad role or empty password."""
-    check_role(role)
-    username = username.strip()
-    if not username or len(username) > 64:
-        raise InvalidInput("username: must be 1-64 characters")
-    if not password:
+def check_password(password: str) -> str:
+    if not isinstance(password, str) or not password:
         raise InvalidInput("password: must not be empty")
+    if not is_unicode(password) or len(password) > 1024:
+        raise InvalidInput("password: must be valid text of at most 1024 characters")
+    return password
+
+
+def create_user(session: Session, *, username: str, password: str, role: str, actor: str = "system") -> UserPublic:
+    """Add a person; ``Conflict`` when the name is taken, ``InvalidInput`` for a bad name or role or an empty
+    password. The name is stored in its canonical form (:func:`normalise_username`)."""
+    check_role(role)
+    username = normalise_username(username)
+    check_password(password)
     if session.exec(select(col(User.id)).where(col(User.username) == username)).first() is not None:
         raise Conflict(f"username: {username!r} already exists")
     user = User(username=username, role=role, password_hash=hash_password(password))
@@ -72,24 +87,103 @@ def create_user(session: Session, *, username: str, password: str, role: str, ac
     return UserPublic.model_validate(user)
 
 
-def set_role(session: Session, *, username: str, role: str, actor: str = "system") -> UserPublic:
-    """Change a person's role (audit-logged)."""
-    check_role(role)
+def find_user(session: Session, username: str) -> User:
+    """The person named ``username`` (as stored, else in canonical form); ``NotFound`` naming the field.
+
+    Not refused for hidden characters: an admin must be able to reach an account named before the rule existed.
+    """
     user = session.exec(select(User).where(col(User.username) == username)).first()
+    if user is None and is_unicode(username):
+        canonical = unicodedata.normalize("NFKC", username).strip(" ")
+        user = session.exec(select(User).where(col(User.username) == canonical)).first()
     if user is None:
         raise NotFound(f"username: no user {username!r}")
-    old_role, user.role = user.role, role
-    session.add(
-        AuditLog(
-            actor=actor,
-            action="user.set_role",
-            entity="user",
-            entity_id=username,
-            detail={"from": old_role, "to": role},
+    return user
+
+
+def _audit(session: Session, *, actor: str, action: str, user: User, detail: dict[str, Any]) -> None:
+    session.add(AuditLog(actor=actor, action=action, entity="user", entity_id=user.username, detail=detail))
+
+
+def _keep_an_admin(session: Session, user: User, *, change: str) -> None:
+    """Refuse ``change`` when ``user`` is the last active person with an admin role (nobody could undo it)."""
+    if not is_admin_role(user.role) or not user.is_active:
+        return
+    others = session.execute(
+        core_select(func.count(col(User.id))).where(
+            col(User.role).in_(ADMINS), col(User.is_active).is_(True), col(User.id) != user.id
         )
-    )
+    ).scalar_one()
+    if others == 0:
+        raise Conflict(f"username: {user.username!r} is the last active admin; {change} would lock everyone out")
+
+
+def set_role(session: Session, *, username: str, role: str, actor: str = "system") -> UserPublic:
+    """Change a person's role (audit-logged); the last active admin keeps theirs."""
+    check_role(role)
+    user = find_user(session, username)
+    if not is_admin_role(role):
+        _keep_an_admin(session, user, change="changing their role")
+    old_role, user.role = user.role, role
+    _audit(session, actor=actor, action="user.set_role", user=user, detail={"from": old_role, "to": role})
     session.flush()
     return UserPublic.model_validate(user)
+
+
+def _revoke_all(session: Session, user_id: int) -> int:
+    result = session.exec(
+        update(AuthToken)
+        .where(col(AuthToken.user_id) == user_id, col(AuthToken.revoked_at).is_(None))
+        .values(revoked_at=utc_now())
+    )
+    return int(result.rowcount or 0)
+
+
+def revoke_sessions(session: Session, *, username: str, actor: str = "system") -> int:
+    """Revoke every live token of the person (signed out everywhere at once); return how many (audit-logged)."""
+    user = find_user(session, username)
+    revoked = _revoke_all(session, stored_id(user.id))
+    _audit(session, actor=actor, action="user.revoke_sessions", user=user, detail={"sessions_revoked": revoked})
+    session.flush()
+    return revoked
+
+
+def set_active(session: Session, *, username: str, active: bool, actor: str = "system") -> UserPublic:
+    """Deactivate (every session revoked; no sign-in) or reactivate a person (audit-logged); the last active admin
+    stays active."""
+    user = find_user(session, username)
+    detail: dict[str, Any] = {"was_active": user.is_active}
+    if not active:
+        _keep_an_admin(session, user, change="deactivating them")
+        detail["sessions_revoked"] = _revoke_all(session, stored_id(user.id))
+    user.is_active = active
+    _audit(session, actor=actor, action="user.activate" if active else "user.deactivate", user=user, detail=detail)
+    session.flush()
+    return UserPublic.model_validate(user)
+
+
+def reset_password(session: Session, *, username: str, password: str, actor: str = "system") -> UserPublic:
+    """Give the person a new password and revoke their sessions (audit-logged; the password is not logged)."""
+    check_password(password)
+    user = find_user(session, username)
+    user.password_hash = hash_password(password)
+    revoked = _revoke_all(session, stored_id(user.id))
+    _audit(session, actor=actor, action="user.reset_password", user=user, detail={"sessions_revoked": revoked})
+    session.flush()
+    return UserPublic.model_validate(user)
+
+
+def generate_password() -> str:
+    """A new random password to hand to a person once (16 URL-safe characters, 96 bits)."""
+    return secrets.token_urlsafe(12)
+
+
+def last_logins(session: Session) -> dict[int, datetime]:
+    """When each person last signed in (their newest token's creation), by user id."""
+    rows = session.execute(
+        core_select(col(AuthToken.user_id), func.max(col(AuthToken.created_at))).group_by(col(AuthToken.user_id))
+    ).all()
+    return {int(user_id): at for user_id, at in rows if at is not None}  # max() keeps the column's UTC type
 
 
 def list_users(session: Session) -> list[UserPublic]:
@@ -100,8 +194,9 @@ def list_users(session: Session) -> list[UserPublic]:
 
 def login(session: Session, *, username: str, password: str, ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS) -> str:
     """Check the password and return a new opaque token; ``NotAuthenticated`` on a wrong name or password."""
-    if not is_unicode(username) or not is_unicode(password):
+    if not is_unicode(password):
         raise NotAuthenticated("username or password is wrong")
+    username = normalise_username(username)  # a name with a hidden character is refused, never matched to another
     user = session.exec(select(User).where(col(User.username) == username)).first()
     if user is None:
         verify_password(password, _dummy_hash())  # same work as a real check: no timing hint that the name exists

@@ -9,11 +9,12 @@ from itertools import combinations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import insert, select
+from sqlalchemy import func, insert, select
 from sqlmodel import Session, col
 
-from studio.models import AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScenarioRow
+from studio.models import Answer, AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScenarioRow
 from studio.models.types import stored_id
+from studio.policies import ROLES
 from studio.schemas import AnswerValidationError, WorkflowSchema
 from studio.services.answers import campaign_progress
 from studio.services.errors import Conflict, InvalidInput, NotFound
@@ -24,6 +25,8 @@ class TargetSelection(BaseModel):
     """How a campaign picks its targets on top of the schema's own ``target_filter``."""
 
     subtasks: list[str] | None = None
+    #: Scenario languages (``tags.language``: zh, en, mixed).
+    languages: list[str] | None = None
     high_risk_only: bool = False
     models: list[str] | None = None
     variants: list[str] | None = None
@@ -47,6 +50,8 @@ def _scenario_filters(query: Any, schema: WorkflowSchema, selection: TargetSelec
     subtasks = selection.subtasks or schema.target_filter.subtasks
     if subtasks:
         query = query.where(col(ScenarioRow.subtask).in_(subtasks))
+    if selection.languages:
+        query = query.where(col(ScenarioRow.language).in_(selection.languages))
     if selection.high_risk_only or schema.target_filter.high_risk:
         query = query.where(col(ScenarioRow.high_risk).is_(True))
     if schema.target_filter.has_instruction_kind:
@@ -259,3 +264,90 @@ def schema_snapshots(session: Session) -> list[dict[str, Any]]:
     """Every campaign's frozen workflow schema (as stored, oldest campaign first), for the forms a page builds."""
     query = select(col(Campaign.schema_snapshot)).order_by(col(Campaign.id))
     return [dict(snapshot) for snapshot in session.execute(query).scalars() if snapshot]
+
+
+class CampaignOverview(CampaignSummary):
+    """A campaign as its managers see it: the summary, who may work on it, how many people answered, its filters."""
+
+    eligible_roles: list[str]
+    people: int
+    created_by: str | None
+    filters: dict[str, Any]
+
+
+def campaign_overviews(session: Session) -> list[CampaignOverview]:
+    """Every campaign (by name) with its progress (answers, items, complete items) and the number of people who
+    answered it."""
+    people = dict(
+        session.execute(
+            select(col(Answer.campaign_id), func.count(func.distinct(col(Answer.user_id)))).group_by(
+                col(Answer.campaign_id)
+            )
+        ).all()
+    )
+    rows = session.execute(select(Campaign).order_by(col(Campaign.name))).scalars().all()
+    return [
+        CampaignOverview(
+            name=campaign.name,
+            schema_name=campaign.schema_name,
+            title=str(campaign.schema_snapshot.get("title", "")),
+            status=campaign.status,
+            people_per_item=campaign.people_per_item,
+            progress=campaign_progress(session, campaign),
+            eligible_roles=list(campaign.eligible_roles),
+            people=int(people.get(campaign.id, 0)),
+            created_by=campaign.created_by,
+            filters=dict(campaign.filters),
+        )
+        for campaign in rows
+    ]
+
+
+def set_eligible_roles(
+    session: Session, *, name: str, roles: Iterable[str], actor: str | None = None
+) -> CampaignPublic:
+    """Say which roles may work on the campaign (take items, answer, revise): one or more of ``ROLES``
+    (audit-logged). The campaign's schema names the default; this replaces it for this campaign only."""
+    wanted = {str(role) for role in roles}
+    chosen: list[str] = [role for role in ROLES if role in wanted]
+    unknown = sorted(wanted - set(ROLES))
+    if unknown:
+        raise InvalidInput(f"roles: {', '.join(map(repr, unknown))} is not one of {', '.join(ROLES)}")
+    if not chosen:
+        raise InvalidInput("roles: choose at least one role")
+    campaign = get_campaign(session, name)
+    previous, campaign.eligible_roles = list(campaign.eligible_roles), chosen
+    session.add(
+        AuditLog(
+            actor=actor or "system",
+            action="campaign.assign",
+            entity="campaign",
+            entity_id=name,
+            detail={"from": previous, "to": chosen},
+        )
+    )
+    session.flush()
+    return CampaignPublic.model_validate(campaign)
+
+
+class TargetChoices(BaseModel):
+    """What a campaign's target filter can pick from in this store."""
+
+    subtasks: list[str]
+    languages: list[str]
+    models: list[str]
+    variants: list[str]
+
+
+def target_choices(session: Session) -> TargetChoices:
+    """The subtasks and languages of the stored scenarios, the models and variants of the stored responses."""
+
+    def distinct(column: Any) -> list[str]:
+        return [str(value) for value in session.execute(select(column).distinct().order_by(column)).scalars() if value]
+
+    return TargetChoices(
+        subtasks=distinct(col(ScenarioRow.subtask)),
+        languages=distinct(col(ScenarioRow.language)),
+        models=distinct(col(ResponseRow.model)),
+        variants=distinct(col(ResponseRow.variant)),
+    )

@@ -65,7 +65,11 @@ def form_schemas(snapshots: Iterable[Mapping[str, Any]] = (), directory: Any = N
 
 
 def build_ui(
-    *, open_context: OpenContext, schemas: dict[str, WorkflowSchema], limits: AnswerLimits | None = None
+    *,
+    open_context: OpenContext,
+    schemas: dict[str, WorkflowSchema],
+    limits: AnswerLimits | None = None,
+    upload_limit_bytes: int = 32 * 1024 * 1024,
 ) -> Any:
     """Return the studio's ``gr.Blocks``: a header (who is signed in, sign out), the Annotate tab, and the Curate
     (curators, admins) and Research (researchers, curators, admins) tabs, shown only to those allowed.
@@ -75,12 +79,14 @@ def build_ui(
     """
     import gradio as gr
 
+    from studio.ui.admin import AdminTab
     from studio.ui.annotate import AnnotateTab
     from studio.ui.curate import CurateTab
     from studio.ui.research import ResearchTab
 
     annotate = AnnotateTab(open_context, schemas, limits)
     curate, research = CurateTab(open_context), ResearchTab(open_context)
+    admin = AdminTab(open_context, upload_limit_bytes)  # the Admin tab: admins (curators: its import only)
     with gr.Blocks(title="H2HTalk Studio") as blocks:
         with gr.Row(elem_id="h2h-header"):
             gr.Markdown("## H2HTalk Studio")
@@ -92,8 +98,11 @@ def build_ui(
                 curate.build()
             with gr.Tab("Research", elem_id="h2h-tab-research", visible=False) as research_tab:
                 research.build()
+            admin.build()
         outputs = [who, annotate.campaign, curate_tab, research_tab, *curate.load_outputs(), *research.load_outputs()]
-        blocks.load(_page_loader(open_context, annotate, curate, research), outputs=outputs, api_visibility="private")
+        outputs += admin.load_outputs()
+        loader = _page_loader(open_context, annotate, curate, research, admin)
+        blocks.load(loader, outputs=outputs, api_visibility="private")
     return blocks
 
 
@@ -106,7 +115,7 @@ def greeting_html(username: str, role: str) -> str:
     )
 
 
-def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research: Any) -> Any:
+def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research: Any, admin: Any) -> Any:
     """The page-load handler: greet the caller, fill the campaign picker, show the tabs they may use — in one
     read session."""
     import gradio as gr
@@ -129,6 +138,7 @@ def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research
                     gr.Tab(visible=researching),
                     *(curate.load_values(session, caller) if curating else skipped(curate)),
                     *(research.load_values(session, caller) if researching else skipped(research)),
+                    *admin.load_values(session, caller),
                 ]
         except ServiceError:
             return [
@@ -138,6 +148,7 @@ def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research
                 gr.Tab(visible=False),
                 *skipped(curate),
                 *skipped(research),
+                *admin.hidden_values(),
             ]
 
     return on_load

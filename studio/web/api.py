@@ -19,10 +19,10 @@ from studio.services.text import safe_text
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
 from studio.web.middleware import BodySizeLimit
-from studio.web.routes import account, annotate, curation, results
+from studio.web.routes import account, admin, annotate, curation, results
 
 PREFIX = "/v1"
-ROUTERS = (account.router, annotate.router, results.router, curation.router)
+ROUTERS = (account.router, annotate.router, results.router, curation.router, admin.router)
 
 
 def _field_path(location: tuple[object, ...]) -> str:

@@ -25,6 +25,7 @@ from studio.web import pages
 from studio.web.api import create_api, share_state
 from studio.web.deps import request_context
 from studio.web.middleware import UI_PATH, LoginRedirectMiddleware
+from studio.web.uploads import UploadGate
 
 
 def caller_name(engine: Engine, request: Any) -> str | None:
@@ -46,6 +47,7 @@ def _ui_blocks(engine: Engine, settings: Settings) -> Any:
         open_context=partial(request_context, engine),
         schemas=form_schemas(snapshots),
         limits=AnswerLimits.from_settings(settings),
+        upload_limit_bytes=settings.max_upload_bytes,
     )
 
 
@@ -61,8 +63,13 @@ def create_app(settings: Settings) -> FastAPI:
     share_state(app, engine=engine, settings=settings, throttle=throttle)
     app.add_middleware(SameOriginMiddleware)  # Gradio's event routes take no CSRF token of their own
     app.add_middleware(LoginRedirectMiddleware, engine=engine)
+    app.add_middleware(UploadGate, engine=engine, limit=settings.max_upload_bytes)  # the admin page's import only
     # Added last, so outermost: a 403 from the same-origin check and the redirect carry the headers too.
     app.add_middleware(SecurityHeadersMiddleware, headers=security_headers(hsts=settings.cookie_secure is True))
+    if settings.forwarded_allow_ips:  # outermost: every layer sees the client (and scheme) a trusted proxy names
+        from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
+
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
     app.mount("/api", create_api(settings, engine=engine, throttle=throttle))
     app.include_router(pages.router)
 
@@ -78,7 +85,9 @@ def create_app(settings: Settings) -> FastAPI:
         run_history=False,
         # Refusals are gr.Error (always shown); any other exception's text (SQL, paths) stays in the server log.
         show_error=False,
-        max_file_size=1,  # the UI takes no uploads: Gradio's upload route must not take files of any size
+        # The one upload the UI takes is the admin page's scenario import (UploadGate lets only those who may import
+        # reach Gradio's upload routes, and bounds the whole request).
+        max_file_size=settings.max_upload_bytes,
         ssr_mode=False,
         mcp_server=False,
         css=UI_CSS,

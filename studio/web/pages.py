@@ -1,8 +1,10 @@
-"""The browser's way in and out: ``/`` (to the UI or the login page), ``/login`` (the form) and ``POST /logout``.
+"""The browser's way in and out: ``/`` (to the UI or the login page), ``/login`` (the form), ``POST /logout``, and
+``GET /ui/logout`` (Gradio's own sign-out link, which otherwise would end only Gradio's session).
 
 Signing in sets the ``h2h_session`` cookie (HttpOnly, SameSite=Lax; Secure per ``Settings.cookie_secure``). Both
 forms refuse a POST from another site's page (login CSRF; an ``<img src=/logout>`` signs nobody out), and failed
 sign-ins count against the application's :class:`studio.security.LoginThrottle`, shared with ``POST /api/v1/login``.
+Signing out — either way — revokes the session's token in the store and drops the cookie.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from starlette.concurrency import run_in_threadpool
 
 from studio.db import write_session
 from studio.security import LoginThrottled, client_address
-from studio.services.errors import ServiceError
+from studio.services.errors import InvalidInput, ServiceError
 from studio.usecases import account
 from studio.web.deps import SESSION_COOKIE
 from studio.web.middleware import UI_PATH, has_live_session
@@ -92,6 +94,8 @@ async def login_submit(request: Request, username: str = Form(...), password: st
         page = login_page("Too many failed sign-ins. Try again later.", status_code=429)
         page.headers["Retry-After"] = str(error.retry_after)
         return page
+    except InvalidInput as error:  # a name no account can have (an invisible character): say what is wrong with it
+        return login_page(str(error), status_code=422)
     except ServiceError:
         return login_page("Wrong username or password.", status_code=401)
     response = RedirectResponse(UI_PATH + "/", status_code=303)
@@ -108,11 +112,8 @@ async def login_submit(request: Request, username: str = Form(...), password: st
     return response
 
 
-@router.post("/logout")
-async def logout(request: Request) -> Response:
-    """Revoke the cookie's session token in the store and drop the cookie (POST only, from this site only)."""
-    if not same_origin(request):
-        return HTMLResponse("This sign-out came from another site and was refused.", status_code=403)
+async def sign_out(request: Request) -> Response:
+    """Revoke the cookie's session token in the store (when there is one), drop the cookie, go to the login page."""
     token = request.cookies.get(SESSION_COOKIE)
     if token:
 
@@ -124,3 +125,20 @@ async def logout(request: Request) -> Response:
     response = RedirectResponse("/login", status_code=303)
     response.delete_cookie(SESSION_COOKIE, path="/")
     return response
+
+
+@router.post("/logout")
+async def logout(request: Request) -> Response:
+    """Revoke the cookie's session token in the store and drop the cookie (POST only, from this site only)."""
+    if not same_origin(request):
+        return HTMLResponse("This sign-out came from another site and was refused.", status_code=403)
+    return await sign_out(request)
+
+
+@router.get(UI_PATH + "/logout")
+async def ui_logout(request: Request) -> Response:
+    """Gradio's sign-out link ends the studio session as ``POST /logout`` does. A GET another site's page started
+    (``Sec-Fetch-Site``: ``cross-site`` or ``same-site``) signs nobody out."""
+    if request.headers.get("sec-fetch-site", "same-origin") not in ("same-origin", "none"):
+        return HTMLResponse("This sign-out came from another site and was refused.", status_code=403)
+    return await sign_out(request)

@@ -16,6 +16,7 @@ import pytest
 from studio.policies import (
     ROLES,
     AccountPolicy,
+    AdminPolicy,
     CampaignPolicy,
     CurationPolicy,
     PolicyAction,
@@ -58,6 +59,10 @@ ALLOWED: dict[str, tuple[PolicyAction, set[str]]] = {
     "publish a version": (CurationPolicy.publish(), {"curator", "admin"}),
     "aggregate": (CurationPolicy.aggregate(), {"curator", "admin"}),
     "read results": (ResultsPolicy.read(), {"researcher", "curator", "admin"}),
+    "manage people's accounts": (AdminPolicy.manage_users(), {"admin"}),
+    "read the whole audit log": (AdminPolicy.read_audit(), {"admin"}),
+    "create, close and assign campaigns": (AdminPolicy.manage_campaigns(), {"admin"}),
+    "import scenario files": (AdminPolicy.import_scenarios(), {"curator", "admin"}),
 }
 
 

@@ -71,6 +71,13 @@ def test_five_failures_of_one_name_from_one_address_block_that_pair_for_the_wind
     assert throttle.retry_after(username="alice", address="10.0.0.1") == 0.0
 
 
+def test_full_width_and_compatibility_forms_of_a_name_count_as_the_name() -> None:
+    throttle = LoginThrottle(clock=Clock())
+    fail(throttle, "ＡＬＩＣＥ", "10.0.0.1", 3)  # full-width: NFKC makes it "ALICE"
+    fail(throttle, "\u3000alice", "10.0.0.1", 2)  # an ideographic space in front
+    assert throttle.retry_after(username="alice", address="10.0.0.1") > 0
+
+
 def test_one_address_guessing_many_names_and_one_name_guessed_from_many_addresses_are_both_slowed() -> None:
     throttle = LoginThrottle(clock=Clock())
     for number in range(30):
@@ -246,6 +253,26 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/v1/curation/versions"): "staff",
     ("POST", "/v1/curation/versions"): "staff",
     ("GET", "/v1/curation/versions/{name}"): "staff",
+    **{
+        (method, f"/v1/admin/{path}"): "staff"
+        for method, path in (
+            ("GET", "users"),
+            ("POST", "users"),
+            ("PUT", "users/{username}/role"),
+            ("POST", "users/{username}/deactivate"),
+            ("POST", "users/{username}/activate"),
+            ("POST", "users/{username}/password"),
+            ("POST", "users/{username}/revoke-sessions"),
+            ("GET", "audit"),
+            ("GET", "campaigns"),
+            ("GET", "targets"),
+            ("POST", "campaigns"),
+            ("POST", "campaigns/{name}/close"),
+            ("POST", "campaigns/{name}/open"),
+            ("PUT", "campaigns/{name}/roles"),
+            ("POST", "imports"),
+        )
+    },
 }
 #: Valid bodies and query strings, so a refusal is the role check, not a validation error before it.
 BODIES: dict[tuple[str, str], dict[str, Any]] = {
@@ -260,9 +287,18 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("PUT", "/v1/campaigns/{name}/answers/{item_id}"): {"answers": {"verdict": "keep"}},
     ("POST", "/v1/curation/scenarios/{scenario_id}/decision"): {"action": "reject", "reason": "crafted"},
     ("POST", "/v1/curation/versions"): {"name": "crafted-version"},
+    ("POST", "/v1/admin/users"): {"username": "crafted", "role": "admin", "password": "crafted-password"},
+    ("PUT", "/v1/admin/users/{username}/role"): {"role": "admin"},
+    ("POST", "/v1/admin/users/{username}/password"): {"password": "crafted-password"},
+    ("POST", "/v1/admin/campaigns"): {"name": "crafted", "schema": "crowd_vote"},
+    ("PUT", "/v1/admin/campaigns/{name}/roles"): {"roles": ["annotator", "admin"]},
+}
+#: Multipart bodies (the import takes files).
+FILES: dict[tuple[str, str], list[tuple[str, tuple[str, bytes]]]] = {
+    ("POST", "/v1/admin/imports"): [("files", ("crafted.jsonl", b'{"id": "x"}\n'))],
 }
 QUERIES = {("GET", "/v1/me/progress"): {"campaign": "vote"}}
-PATH_VALUES = {"name": "vote", "campaign": "vote", "item_id": "1", "scenario_id": "dlg-1"}
+PATH_VALUES = {"name": "vote", "campaign": "vote", "item_id": "1", "scenario_id": "dlg-1", "username": "annotator"}
 
 
 @pytest.fixture
@@ -293,6 +329,8 @@ def routes_of(api_url: str) -> list[tuple[str, str]]:
 def send(client: httpx.Client, route: tuple[str, str]) -> httpx.Response:
     method, path = route
     url = path.format(**{name: value for name, value in PATH_VALUES.items() if "{" + name + "}" in path})
+    if route in FILES:
+        return client.request(method, url, files=FILES[route], data={"confirm": "true"})
     return client.request(method, url, json=BODIES.get(route), params=QUERIES.get(route))
 
 
