@@ -218,9 +218,9 @@ def test_the_last_active_admin_can_be_neither_deactivated_nor_demoted(
         lambda session: set_active(session, username="admin", active=False, actor="admin"),
         lambda session: set_role(session, username="admin", role="curator", actor="admin"),
     ):
-        with pytest.raises(Conflict, match="^username: 'admin' is the last active admin"):
-            with write_session(engine) as session:
-                change(session)
+        last_admin = pytest.raises(Conflict, match="^username: 'admin' is the last active admin")
+        with last_admin, write_session(engine) as session:
+            change(session)
     with write_session(engine) as session:
         create_user(session, username="admin2", password="x", role="admin")
         set_active(session, username="admin", active=False, actor="admin2")  # another admin stays active

@@ -26,7 +26,8 @@ def test_ingest_users_and_campaign_commands(db_url: str, run_dir: RunDir, tmp_pa
     assert "scenarios_added: 0" in second.output and "responses_added: 0" in second.output
     assert h2h("users", "add", "ann", "--role", "annotator", "--password", "pw", "--db", db_url).exit_code == 0
     assert h2h("users", "set-role", "ann", "expert", "--db", db_url).exit_code == 0
-    assert h2h("users", "list", "--db", db_url).output.split("\t") == ["ann", "expert", "active", "last sign-in never\n"]
+    listed = h2h("users", "list", "--db", db_url).output
+    assert listed.split("\t") == ["ann", "expert", "active", "last sign-in never\n"]
     duplicate = h2h("users", "add", "ann", "--role", "annotator", "--password", "pw", "--db", db_url)
     assert duplicate.exit_code == 1 and "already exists" in duplicate.output
 
