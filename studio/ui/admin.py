@@ -33,17 +33,19 @@ class AdminTab:
         """Create the Admin tab (hidden until the page loader shows it) inside the current ``gr.Tabs``."""
         import gradio as gr
 
-        with gr.Tab("Admin", elem_id="h2h-tab-admin", visible=False) as self.tab:
-            gr.HTML(f"<style>{views.ADMIN_CSS}</style>", js_on_load=None)
-            with gr.Tabs():
-                with gr.Tab("Users", elem_id="h2h-admin-users", visible=False) as self.users_tab:
-                    self._build_users()
-                with gr.Tab("Audit log", elem_id="h2h-admin-audit", visible=False) as self.audit_tab:
-                    self._build_audit()
-                with gr.Tab("Campaigns", elem_id="h2h-admin-campaigns", visible=False) as self.campaigns_tab:
-                    self.campaigns.build()
-                with gr.Tab("Import scenarios", elem_id="h2h-admin-imports", visible=False) as self.imports_tab:
-                    self.imports.build()
+        with gr.Tab("Admin", elem_id="h2h-tab-admin", visible=False) as self.tab, gr.Tabs() as self.parts:
+            self.users_tab = gr.Tab("Users", id="users", elem_id="h2h-admin-users", visible=False)
+            with self.users_tab:
+                self._build_users()
+            self.audit_tab = gr.Tab("Audit log", id="audit", elem_id="h2h-admin-audit", visible=False)
+            with self.audit_tab:
+                self._build_audit()
+            self.campaigns_tab = gr.Tab("Campaigns", id="campaigns", elem_id="h2h-admin-campaigns", visible=False)
+            with self.campaigns_tab:
+                self.campaigns.build()
+            self.imports_tab = gr.Tab("Import scenarios", id="imports", elem_id="h2h-admin-imports", visible=False)
+            with self.imports_tab:
+                self.imports.build()
         self._wire_users()
         self.campaigns.wire()
         self.imports.wire()
@@ -220,13 +222,13 @@ class AdminTab:
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""
         tabs = [self.tab, self.users_tab, self.audit_tab, self.campaigns_tab, self.imports_tab]
-        return [*tabs, self.users, *self.campaigns.load_outputs()]
+        return [*tabs, self.parts, self.users, *self.campaigns.load_outputs()]
 
     def hidden_values(self) -> list[Any]:
         """The tab and its parts hidden, nothing filled (no caller, or one allowed none of it)."""
         import gradio as gr
 
-        return [gr.Tab(visible=False)] * 5 + [gr.skip()] * (len(self.load_outputs()) - 5)
+        return [gr.Tab(visible=False)] * 5 + [gr.skip()] * (len(self.load_outputs()) - 5)  # the 5 tabs, then values
 
     def load_values(self, session: Any, caller: Any) -> list[Any]:
         """Which parts of the tab the caller sees, and their tables and choices, in the page loader's session."""
@@ -238,7 +240,9 @@ class AdminTab:
         importing = is_allowed(caller, AdminPolicy.import_scenarios())
         if not (users or audit or running or importing):
             return self.hidden_values()
-        tabs = [gr.Tab(visible=shown) for shown in (True, users, audit, running, importing)]
+        parts = {"users": users, "audit": audit, "campaigns": running, "imports": importing}
+        tabs = [gr.Tab(visible=True), *(gr.Tab(visible=shown) for shown in parts.values())]
+        first = gr.Tabs(selected=next(part for part, shown in parts.items() if shown))  # the first part they may use
         listed = views.users_frame(admin.list_users(session, caller=caller)) if users else gr.skip()
         campaigns = self.campaigns.load_values(session, caller) if running else [gr.skip()] * 7
-        return [*tabs, listed, *campaigns]
+        return [*tabs, first, listed, *campaigns]

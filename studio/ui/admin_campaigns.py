@@ -32,7 +32,7 @@ class CampaignsPanel:
                 self.campaign_name = gr.Textbox(label="Name", elem_id="h2h-campaign-name")
                 self.campaign_schema = gr.Dropdown([], label="Workflow", elem_id="h2h-campaign-schema")
                 self.campaign_people = gr.Number(
-                    label="People per item (empty: the workflow's)", precision=0, elem_id="h2h-campaign-people"
+                    None, label="People per item (empty: the workflow's)", precision=0, elem_id="h2h-campaign-people"
                 )
             with gr.Row():
                 self.subtasks = gr.Dropdown([], multiselect=True, label="Subtasks (any)", elem_id="h2h-subtasks")
@@ -159,8 +159,6 @@ class CampaignsPanel:
         import gradio as gr
 
         def on_managed(name: str | None, request: gr.Request) -> list[str]:
-            if not name:
-                return []
             with reading(self.open_context, request) as (session, caller):
                 overviews = admin.campaign_overviews(session, caller=caller)
             roles = set(next((overview.eligible_roles for overview in overviews if overview.name == name), []))

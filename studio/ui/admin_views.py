@@ -32,10 +32,9 @@ CAMPAIGN_COLUMNS: list[str] = [
     "complete_items",
     "people",
 ]
-ADMIN_CSS = """
-.h2h-import-problems li { font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-all; }
-.h2h-import-problems { color: #b91c1c; max-height: 28em; overflow-y: auto; }
-"""
+#: Inline styles (fixed text, never data): the page's own stylesheet is shared with the other tabs.
+_PROBLEM_LIST_STYLE = "color: #991b1b; max-height: 28em; overflow-y: auto; padding-left: 3.5em; margin: 0.5em 0;"
+_PROBLEM_STYLE = "color: #991b1b; font-family: ui-monospace, monospace; white-space: pre-wrap; word-break: break-all;"
 
 
 def when(value: datetime | None) -> str:
@@ -100,9 +99,12 @@ def problems_html(problems: list[str]) -> str:
     """Every problem of an upload, one ``file:line: field: problem`` per item (escaped), numbered."""
     if not problems:
         return ""
-    items = "".join(f"<li>{escape_text(problem)}</li>" for problem in problems)
+    items = "".join(f'<li style="{_PROBLEM_STYLE}">{escape_text(problem)}</li>' for problem in problems)
     heading = escape_text(f"{len(problems)} problem(s); nothing was stored. Fix the file(s) and upload them again.")
-    return f'<p class="h2h-message h2h-error">{heading}</p><ol class="h2h-import-problems">{items}</ol>'
+    return (
+        f'<p class="h2h-message h2h-error" role="alert">{heading}</p>'
+        f'<ol class="h2h-import-problems" style="{_PROBLEM_LIST_STYLE}">{items}</ol>'
+    )
 
 
 def check_html(check: ImportCheck) -> str:

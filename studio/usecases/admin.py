@@ -171,7 +171,9 @@ class CampaignSpec(BaseModel):
         if isinstance(value, float):
             if not value.is_integer():
                 raise ValueError("must be a whole number")
-            return int(value)
+            value = int(value)
+        if isinstance(value, int) and value < 1:
+            raise ValueError("must be 1 or more (or empty: the workflow's number)")
         return value
 
     @field_validator("subtasks", "languages", "models", "variants", "roles", mode="before")

@@ -133,6 +133,8 @@ def test_an_admin_creates_a_campaign_over_a_filter_assigns_it_and_reads_its_prog
         assert admin.post("/admin/campaigns", json=spec).status_code == 409
         bad = admin.post("/admin/campaigns", json={**spec, "name": "a/b"})
         assert bad.status_code == 422 and bad.json()["detail"].startswith("name: ")
+        zero = admin.post("/admin/campaigns", json={**spec, "name": "zero", "people_per_item": 0})
+        assert zero.status_code == 422 and zero.json()["detail"].startswith("people_per_item: must be 1 or more")
 
         item = annotator.get("/campaigns/zh-plans/next").json()
         assert item["content"]["user_input"] in ("周末去杭州玩两天", "去北京一天")  # iti-1 or iti-3: zh, level I
