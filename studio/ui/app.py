@@ -72,10 +72,12 @@ def build_ui(
     upload_limit_bytes: int = 32 * 1024 * 1024,
 ) -> Any:
     """Return the studio's ``gr.Blocks``: a header (who is signed in, sign out), the Annotate tab, and the Curate
-    (curators, admins) and Research (researchers, curators, admins) tabs, shown only to those allowed.
+    (curators, admins), Research (researchers, curators, admins) and Admin (admins; curators: its import) tabs,
+    shown only to those allowed.
 
     Hiding a tab is for people; every handler behind the tabs runs use cases that authorise the caller again on
-    each call. ``open_context`` gives each event's caller context (see :mod:`studio.ui.calls`).
+    each call. ``open_context`` gives each event's caller context (see :mod:`studio.ui.calls`);
+    ``upload_limit_bytes`` bounds the Admin tab's scenario import.
     """
     import gradio as gr
 
