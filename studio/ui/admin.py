@@ -142,11 +142,12 @@ class AdminTab:
         import gradio as gr
 
         def on_pick(event: gr.SelectData, request: gr.Request) -> str:
-            # The name as stored (the table shows hidden characters written out): looked up again by row.
+            # The row's name as shown (hidden characters written out) back to the name as stored — matched by the
+            # name, never by the row's position, which a person added meanwhile would shift.
+            shown = str((event.row_value or [""])[0])
             with reading(self.open_context, request) as (session, caller):
-                rows = admin.list_users(session, caller=caller)
-            index = event.index[0] if isinstance(event.index, list | tuple) else event.index
-            return rows[index].username if isinstance(index, int) and 0 <= index < len(rows) else ""
+                matches = [row.username for row in admin.list_users(session, caller=caller) if row.shown_name == shown]
+            return matches[0] if len(matches) == 1 else ""
 
         return on_pick
 

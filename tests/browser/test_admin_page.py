@@ -140,6 +140,12 @@ def test_the_admin_manages_accounts_and_reads_the_audit_log(admin_studio: Studio
     assert rows_of(page, "h2h-users")["admin01"][3].endswith("UTC")  # the admin signed in just now
     assert unlabelled_controls(page, within="#h2h-admin-users") == []
     shot(page, "admin-admin-users")
+    page.locator("#h2h-users").get_by_text("annotator04", exact=True).locator("visible=true").first.click()
+    page.wait_for_function(  # selecting a row fills in its name
+        "() => (document.querySelector('#h2h-account-username input, #h2h-account-username textarea') || {}).value"
+        " === 'annotator04'",
+        timeout=UI_WAIT_MS,
+    )
 
     fill(page, "h2h-new-username", "newbie")
     page.click("#h2h-add-user")

@@ -328,10 +328,11 @@ def test_the_sign_out_button_posts_and_revokes_the_session(guarded: Studio, page
 
 
 def test_an_annotator_cannot_upload_files_through_gradio(guarded: Studio) -> None:
-    """The UI has no upload component, yet Gradio's upload route takes any size from anyone signed in."""
+    """Gradio's upload route takes any size from anyone signed in; the studio's one upload (the admin page's scenario
+    import) is open only to those who may import (``studio.web.uploads``), so an annotator is refused unread."""
     with signed_in_client(guarded, "annotator01") as client:
         upload = client.post("/ui/gradio_api/upload", files={"files": ("big.html", b"<b>x</b>" * 4096, "text/html")})
-    assert upload.status_code == 413
+    assert upload.status_code == 403
 
 
 def test_a_shown_item_forged_by_the_client_is_refused_and_stores_nothing(guarded: Studio) -> None:
