@@ -109,12 +109,12 @@ def _keep_an_admin(session: Session, user: User, *, change: str) -> None:
     """Refuse ``change`` when ``user`` is the last active person with an admin role (nobody could undo it)."""
     if not is_admin_role(user.role) or not user.is_active:
         return
-    others = session.execute(
-        core_select(func.count(col(User.id))).where(
-            col(User.role).in_(ADMINS), col(User.is_active).is_(True), col(User.id) != user.id
-        )
-    ).scalar_one()
-    if others == 0:
+    # FOR UPDATE (PostgreSQL; SQLite's write transaction holds the whole store): two admins deactivating each other
+    # at once are serialised, and the second sees the first's change, so one of them always stays.
+    active_admins = session.execute(
+        core_select(col(User.id)).where(col(User.role).in_(ADMINS), col(User.is_active).is_(True)).with_for_update()
+    ).scalars()
+    if not any(admin_id != user.id for admin_id in active_admins):
         raise Conflict(f"username: {user.username!r} is the last active admin; {change} would lock everyone out")
 
 

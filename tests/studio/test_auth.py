@@ -237,3 +237,30 @@ def test_an_account_named_before_the_rule_can_still_be_managed(engine: Engine, p
         set_active(session, username="nobody", active=False, actor="admin")
     with read_session(engine) as session:
         assert [visible_username(user.username) for user in list_users(session)] == ["legacy⟨U+200B⟩"]
+
+
+def test_two_admins_deactivating_each_other_at_once_leave_one_active(engine: Engine, password_hash: str) -> None:
+    """The first change holds its transaction open while the second starts: the second must wait for it (row locks on
+    PostgreSQL, the write lock on SQLite), then see it and refuse — never both committing from a stale count."""
+    import threading
+
+    add_people(engine, password_hash, ["ada", "bea"], "admin")
+    outcome: list[str] = []
+
+    def second() -> None:
+        try:
+            with write_session(engine) as session:
+                set_active(session, username="ada", active=False, actor="bea")
+            outcome.append("deactivated ada")
+        except Conflict as error:
+            outcome.append(str(error))
+
+    with write_session(engine) as session:
+        set_active(session, username="bea", active=False, actor="ada")
+        racer = threading.Thread(target=second)
+        racer.start()
+        racer.join(timeout=0.5)  # without a lock the second change would commit in this time, from a stale count
+    racer.join(timeout=60)
+    assert outcome == ["username: 'ada' is the last active admin; deactivating them would lock everyone out"]
+    with read_session(engine) as session:
+        assert {user.username: user.is_active for user in list_users(session)} == {"ada": True, "bea": False}
