@@ -20,7 +20,7 @@ from pathlib import Path
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field
 
-from pipeline.csvsafe import neutralise_cell
+from pipeline.csvsafe import CSV_ENCODING, neutralise_cell
 from pipeline.jsonl import validate_lines
 from pipeline.records import DIMENSION_OF_SUBTASK, JUDGED_SUBTASKS, SUBTASKS, ScoreSignature, Subtask
 from pipeline.results import judge_label
@@ -240,15 +240,17 @@ def describe_pending(board: Leaderboard) -> list[str]:
 
 
 def write_leaderboard_csv(table: pd.DataFrame, path: Path | str) -> None:
-    """Write the table as CSV (two decimals, empty cells for missing subtasks), formula-safe."""
+    """Write the table as CSV (UTF-8 with a byte-order mark; two decimals, empty cells for missing subtasks),
+    formula-safe."""
     safe = table.assign(model=table["model"].map(neutralise_cell))
-    safe.to_csv(path, index=False, float_format="%.2f", na_rep="")
+    safe.to_csv(path, index=False, float_format="%.2f", na_rep="", encoding=CSV_ENCODING)
 
 
 def write_coverage_csv(board: Leaderboard, path: Path | str) -> None:
-    """Write :meth:`Leaderboard.coverage` as CSV (model, column, counted, pending), formula-safe."""
+    """Write :meth:`Leaderboard.coverage` as CSV (UTF-8 with a byte-order mark; model, column, counted, pending),
+    formula-safe."""
     coverage = board.coverage()
-    coverage.assign(model=coverage["model"].map(neutralise_cell)).to_csv(path, index=False)
+    coverage.assign(model=coverage["model"].map(neutralise_cell)).to_csv(path, index=False, encoding=CSV_ENCODING)
 
 
 def format_leaderboard(table: pd.DataFrame) -> str:

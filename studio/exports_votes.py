@@ -1,9 +1,14 @@
 """``h2h export votes``: every stored answer of a campaign, one row per question, as CSV, JSONL or Parquet.
 
-The format follows the output's suffix. In CSV, cells that a spreadsheet would run as a formula (starting
-with = + - @, or a tab / carriage return) get a leading apostrophe; JSONL keeps each value as answered
-(numbers, lists); Parquet holds the value as text (a JSON text for numbers and lists), since one column
-cannot hold a question's labels and another's numbers.
+Each row names what was rated: the scenario (``target_id``), and for a response item its ``model`` and ``variant``;
+for a pair, both sides as that person saw them — ``model_a``/``variant_a`` is the response shown to them as A — and,
+for a pairwise question, ``value_shown``: their choice as they made it (A, B or tie), while ``value`` keeps the
+stored answer (the chosen response's id). The export is for researchers: annotators never see it.
+
+The format follows the output's suffix. CSV is UTF-8 with a byte-order mark (so Excel reads Chinese right), and cells
+that a spreadsheet would run as a formula (starting with = + - @, or a tab / carriage return) get a leading
+apostrophe; JSONL keeps each value as answered (numbers, lists); Parquet holds the value as text (a JSON text for
+numbers and lists), since one column cannot hold a question's labels and another's numbers.
 """
 
 from __future__ import annotations
@@ -16,13 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, select
+from sqlalchemy.orm import aliased
 from sqlmodel import col
 
+from pipeline.csvsafe import CSV_ENCODING
 from pipeline.csvsafe import neutralise_cell as csv_cell
 from pipeline.jsonl import write_records
 from studio.db import read_session
-from studio.models import Answer, Item, User
-from studio.services.queue import get_campaign
+from studio.models import Answer, Campaign, Item, ResponseRow, User
+from studio.schemas import Pairwise
+from studio.services.queue import campaign_schema, get_campaign, pair_order
 
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".parquet")
 #: ``seconds_spent`` is what the annotator's page reported (empty when the client sent none); ``server_seconds`` is
@@ -31,13 +39,22 @@ COLUMNS = (
     "campaign",
     "item",
     "target_id",
+    "model",
+    "variant",
+    "model_a",
+    "variant_a",
+    "model_b",
+    "variant_b",
     "annotator",
     "question",
     "value",
+    "value_shown",
     "seconds_spent",
     "server_seconds",
     "answered_at",
 )
+#: Columns that hold what was rated (empty where the item has no such side).
+TARGET_COLUMNS: tuple[str, ...] = ("model", "variant", "model_a", "variant_a", "model_b", "variant_b")
 
 
 def neutralise_cell(value: Any) -> str:
@@ -63,22 +80,42 @@ def campaign_questions(engine: Engine, campaign: str) -> list[str]:
         return [str(question["id"]) for question in found.schema_snapshot.get("questions", [])]
 
 
+def _targets(campaign: Campaign, user_id: int, item: Item, first: Any, second: Any) -> dict[str, Any]:
+    """What the person rated: ``model``/``variant`` of a response item, or both sides of a pair in the order this
+    person saw them (A first); ``shown`` maps each side's response id to "A"/"B"."""
+    targets: dict[str, Any] = dict.fromkeys(TARGET_COLUMNS)
+    if item.response_b_id is None:
+        if first is not None:
+            targets.update(model=first.model, variant=first.variant)
+        return targets | {"shown": {}}
+    shown_a, _shown_b = pair_order(campaign, user_id, item)
+    side_a, side_b = (first, second) if shown_a == item.response_id else (second, first)
+    targets.update(model_a=side_a.model, variant_a=side_a.variant, model_b=side_b.model, variant_b=side_b.variant)
+    return targets | {"shown": {side_a.id: "A", side_b.id: "B"}}
+
+
 def vote_rows(
     engine: Engine, campaign: str, *, question: str | None = None, batch: int = 5000
 ) -> Iterator[dict[str, Any]]:
     """The campaign's votes, one dict per (answer, question), in item then annotator order (streamed);
-    only ``question``'s when it is given."""
+    only ``question``'s when it is given. Each names what was rated (:data:`TARGET_COLUMNS`, see the module)."""
+    first, second = aliased(ResponseRow), aliased(ResponseRow)
     with read_session(engine) as session:
         found = get_campaign(session, campaign)
+        pairwise = {q.id for q in campaign_schema(found).questions if isinstance(q, Pairwise)}
         query = (
-            select(Answer, Item, col(User.username))
+            select(Answer, Item, col(User.username), first, second)
             .join(Item, col(Item.id) == col(Answer.item_id))
             .join(User, col(User.id) == col(Answer.user_id))
+            .outerjoin(first, first.id == col(Item.response_id))
+            .outerjoin(second, second.id == col(Item.response_b_id))
             .where(col(Answer.campaign_id) == found.id)
             .order_by(col(Item.position), col(User.username))
             .execution_options(yield_per=batch)
         )
-        for answer, item, username in session.execute(query):
+        for answer, item, username, response, response_b in session.execute(query):
+            targets = _targets(found, answer.user_id, item, response, response_b)
+            shown = targets.pop("shown")
             for asked, value in answer.values.items():
                 if question is not None and asked != question:
                     continue
@@ -86,9 +123,11 @@ def vote_rows(
                     "campaign": found.name,
                     "item": item.id,
                     "target_id": target_id(item),
+                    **targets,
                     "annotator": username,
                     "question": asked,
                     "value": value,
+                    "value_shown": shown.get(value, value) if asked in pairwise else None,
                     "seconds_spent": answer.seconds_spent,
                     "server_seconds": answer.server_seconds,
                     "answered_at": answer.created_at.isoformat(),
@@ -119,7 +158,7 @@ def export_votes(engine: Engine, campaign: str, output: Path | str, *, question:
 def _write_csv(rows: Iterator[dict[str, Any]], output: Path) -> int:
     temporary = output.with_name(output.name + ".tmp")
     count = 0
-    with temporary.open("w", encoding="utf-8", newline="") as handle:
+    with temporary.open("w", encoding=CSV_ENCODING, newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
         for row in rows:
@@ -136,7 +175,7 @@ def _write_parquet(rows: Iterator[dict[str, Any]], output: Path) -> int:
     columns: dict[str, list[Any]] = {column: [] for column in COLUMNS}
     for row in rows:
         for column in COLUMNS:
-            columns[column].append(value_text(row["value"]) if column == "value" else row[column])
+            columns[column].append(value_text(row[column]) if column in ("value", "value_shown") else row[column])
     types = {"item": pa.int64(), "seconds_spent": pa.float64(), "server_seconds": pa.float64()}
     table = pa.table(
         {column: pa.array(values, type=types.get(column, pa.string())) for column, values in columns.items()}

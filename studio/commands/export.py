@@ -22,11 +22,12 @@ def export() -> None:
     "--output",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file: .csv (formula-safe), .jsonl or .parquet.",
+    help="Output file: .csv (UTF-8 with BOM, formula-safe), .jsonl or .parquet.",
 )
 @db_option
 def votes(campaign: str, question: str | None, output: Path, db_url: str | None) -> None:
-    """One row per stored answer per question: item, annotator, question, value, time (format by suffix)."""
+    """One row per stored answer per question: item, what was rated (model, variant; both sides of a pair as shown),
+    annotator, question, value, time (format by suffix)."""
     from studio.exports_votes import export_votes
 
     with open_store(db_url) as engine:  # an unknown campaign's NotFound becomes a click error there

@@ -1,7 +1,7 @@
 """``h2h export {leaderboard,sap,instruction,agreement,adjudicated,dataset}``: result tables out of the store.
 
-The format follows the output's suffix (.csv — formula-safe —, .jsonl or .parquet; see
-``studio.results.export_formats.write_table``). The lead adds :data:`RESULT_EXPORTS` to the ``export`` group.
+The format follows the output's suffix (.csv — UTF-8 with a byte-order mark, formula-safe —, .jsonl or .parquet; see
+``studio.results.export_formats.write_table``). :data:`RESULT_EXPORTS` are added to the ``export`` group.
 """
 
 from __future__ import annotations
@@ -27,7 +27,11 @@ Output = click.Path(dir_okay=False, path_type=Path)
 def output_option(function: Callable[..., Any]) -> Callable[..., Any]:
     """``-o/--output FILE``: .csv, .jsonl or .parquet."""
     return click.option(
-        "-o", "--output", required=True, type=Output, help="Output file: .csv (formula-safe), .jsonl or .parquet."
+        "-o",
+        "--output",
+        required=True,
+        type=Output,
+        help="Output file: .csv (UTF-8 with BOM, formula-safe), .jsonl or .parquet.",
     )(function)
 
 
@@ -91,15 +95,18 @@ def leaderboard_export(
 @output_option
 @click.option("--campaign", default=None, help="One sap_safety campaign (default: all of them).")
 @click.option("--by-model", is_flag=True, help="One row per model and variant instead of per variant.")
+@click.option("--signature", default=None, help="Score signature of BLEU-4/ROUGE-L/SS (needed when several).")
 @click.option("--plot", type=Output, default=None, help="Also draw the violation rates (PNG/SVG/PDF).")
 @db_option
-def sap_export(output: Path, campaign: str | None, by_model: bool, plot: Path | None, db_url: str | None) -> None:
-    """Paper Table 3: safety perception, violation rate, BLEU-4, ROUGE-L and SS per variant."""
+def sap_export(
+    output: Path, campaign: str | None, by_model: bool, signature: str | None, plot: Path | None, db_url: str | None
+) -> None:
+    """Paper Table 3: safety perception, violation rate, BLEU-4, ROUGE-L and SS per variant (complete items)."""
     from studio.results.tables import plot_safety
     from studio.services.research import sap_table
 
     with store_session(db_url) as session:
-        table = sap_table(session, campaign=campaign, by_model=by_model)
+        table = sap_table(session, campaign=campaign, by_model=by_model, signature=signature)
     write(table, output, "SAP safety")
     if plot is not None:
         plot_safety(table, plot)
@@ -108,15 +115,18 @@ def sap_export(output: Path, campaign: str | None, by_model: bool, plot: Path | 
 @click.command("instruction")
 @output_option
 @click.option("--campaign", default=None, help="One instruction_following campaign (default: all of them).")
+@click.option("--variant", default=None, help="Only responses of this variant (default: all).")
 @click.option("--plot", type=Output, default=None, help="Also draw Fig. 7 (PNG/SVG/PDF).")
 @db_option
-def instruction_export(output: Path, campaign: str | None, plot: Path | None, db_url: str | None) -> None:
+def instruction_export(
+    output: Path, campaign: str | None, variant: str | None, plot: Path | None, db_url: str | None
+) -> None:
     """Instruction following per model and request kind (mean need-recognised rating): paper Fig. 7 as a table."""
     from studio.results.tables import plot_instruction_following
     from studio.services.research import instruction_table
 
     with store_session(db_url) as session:
-        table = instruction_table(session, campaign=campaign)
+        table = instruction_table(session, campaign=campaign, variant=variant)
     write(table, output, "instruction following")
     if plot is not None:
         plot_instruction_following(table.set_index("model"), plot)

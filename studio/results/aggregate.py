@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.scoring.combine import combine_j
+from studio.schemas import CriteriaRule, MajorityRule
 
 EXPERT_CRITERIA: tuple[str, ...] = ("accuracy", "consistency", "domain_compliance")
 _PASS_WORDS: dict[str, bool] = {
@@ -37,6 +38,13 @@ def complete_answers(answers: pd.DataFrame, *, quota: int, closed: bool) -> pd.D
         return answers
     counts = answers.groupby("item")["item"].transform("size")
     return answers[counts >= quota]
+
+
+def completion_quota(rule: object, *, people_per_item: int, min_people_per_item: int) -> int:
+    """How many answers make an item complete for :func:`complete_answers`: the campaign's ``people_per_item`` for a
+    vote by majority (crowd vote) or per criterion (expert review), where every planned voice counts; the schema's
+    ``min_people_per_item`` for the other rules (median, mean, pairwise). ``rule`` is the schema's aggregation."""
+    return people_per_item if isinstance(rule, MajorityRule | CriteriaRule) else min_people_per_item
 
 
 def crowd_majority(votes: pd.DataFrame, *, min_share: float = 0.5) -> pd.DataFrame:

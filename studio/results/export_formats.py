@@ -1,4 +1,9 @@
-"""Write result tables as CSV (formula-safe), JSONL (UTF-8, unescaped) or Parquet, chosen by the file's suffix.
+"""Write result tables as CSV (UTF-8 with a byte-order mark, formula-safe), JSONL (UTF-8, unescaped) or Parquet,
+chosen by the file's suffix.
+
+CSV starts with a UTF-8 byte-order mark (``pipeline.csvsafe.CSV_ENCODING``): Excel needs it to read UTF-8 — without
+it, Chinese text opens garbled; other tools (pandas, Python's ``csv`` with ``utf-8-sig``, LibreOffice) read it too.
+JSONL and Parquet carry no mark.
 
 CSV exports are opened in spreadsheets, where a cell starting with ``=``, ``+``, ``-`` or ``@`` (or a tab or
 carriage return, which some spreadsheets skip before one of those) is run as a formula — and model output and
@@ -20,7 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from pipeline.csvsafe import neutralise_cell
+from pipeline.csvsafe import CSV_ENCODING, neutralise_cell
 from pipeline.jsonl import write_records
 
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".parquet")
@@ -61,15 +66,15 @@ def _atomic_target(path: Path) -> Iterator[Path]:
 
 
 def write_csv(frame: pd.DataFrame, path: Path) -> Path:
-    """Write ``frame`` as UTF-8 CSV without its index, every text cell and header passed through
-    :func:`neutralise_cell`. Returns ``path``."""
+    """Write ``frame`` as CSV (UTF-8 with a byte-order mark) without its index, every text cell and header passed
+    through :func:`neutralise_cell`. Returns ``path``."""
     safe = frame.copy()
     safe.columns = [neutralise_cell(str(column)) for column in safe.columns]
     for column in safe.columns:
         if not pd.api.types.is_numeric_dtype(safe[column]) and not pd.api.types.is_bool_dtype(safe[column]):
             safe[column] = safe[column].map(neutralise_cell)
     with _atomic_target(path) as temporary:
-        safe.to_csv(temporary, index=False, encoding="utf-8", lineterminator="\n")
+        safe.to_csv(temporary, index=False, encoding=CSV_ENCODING, lineterminator="\n")
     return path
 
 
@@ -105,7 +110,7 @@ def read_table(path: Path | str) -> pd.DataFrame:
     source = Path(path)
     suffix = source.suffix.lower()
     if suffix == ".csv":
-        return pd.read_csv(source, encoding="utf-8", keep_default_na=False, na_values=[""])
+        return pd.read_csv(source, encoding=CSV_ENCODING, keep_default_na=False, na_values=[""])
     if suffix == ".jsonl":
         return pd.read_json(source, lines=True, dtype=False, encoding="utf-8")
     if suffix == ".parquet":

@@ -12,7 +12,7 @@ import pandas as pd
 
 from pipeline.records import InstructionKind
 from studio.results.aggregate import parse_yes_no
-from studio.results.figures import saved_figure
+from studio.results.figures import inert_label, longest_line, saved_figure, wrapped_label
 from studio.schemas import MeanRule
 
 INSTRUCTION_KINDS: tuple[str, ...] = get_args(InstructionKind)
@@ -128,24 +128,40 @@ def instruction_following_table(ratings: pd.DataFrame) -> pd.DataFrame:
 def plot_instruction_following(table: pd.DataFrame, path: Path) -> Path:
     """Write a grouped bar chart of :func:`instruction_following_table` (models on x, one bar per kind) to ``path``.
 
-    Returns ``path``; the format follows its suffix (``.png`` for Fig. 7).
+    Sized to its content: each model gets room for its bars, long model names are wrapped (and slanted when there
+    are many models), the legend sits outside the axes; a kind a model was never rated on has no bar. Model names
+    are drawn literally (:func:`~studio.results.figures.inert_label`). Returns ``path``; the format follows its
+    suffix (``.png`` for Fig. 7).
     """
-    positions = np.arange(len(table.index))
-    width = 0.8 / max(len(table.columns), 1)
-    with saved_figure(path, size=(max(5.0, 1.2 * len(table.index) + 2.0), 4.0)) as axes:
-        for offset, kind in enumerate(table.columns):
-            axes.bar(positions + offset * width, table[kind].fillna(0.0), width, label=str(kind))
-        axes.set_xticks(positions + width * (len(table.columns) - 1) / 2, [str(m) for m in table.index])
-        axes.set(ylim=(0, 5), ylabel="mean rating (1–5)", title="Instruction following by request kind")
-        axes.legend(fontsize="small")
+    labels = [wrapped_label(model, width=16) for model in table.index]
+    kinds = list(table.columns)
+    positions = np.arange(len(labels), dtype=float)
+    width = 0.8 / max(len(kinds), 1)
+    slanted = len(labels) > 4 and longest_line(labels) > 8
+    size = (max(5.0, len(labels) * (0.45 + 0.25 * len(kinds)) + 1.5), 4.0 + (0.8 if slanted else 0.0))
+    with saved_figure(path, size=size) as axes:
+        for offset, kind in enumerate(kinds):
+            axes.bar(positions + offset * width, table[kind].astype(float), width, label=inert_label(kind))
+        axes.set_xticks(positions + width * (len(kinds) - 1) / 2)
+        axes.set_xticklabels(labels, rotation=30 if slanted else 0, ha="right" if slanted else "center", fontsize=9)
+        axes.set(
+            ylim=(0, 5.25), yticks=range(6), ylabel="mean rating (1–5)", title="Instruction following by request kind"
+        )
+        axes.legend(title="request kind", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return Path(path)
 
 
 def plot_safety(table: pd.DataFrame, path: Path) -> Path:
-    """Write a bar chart of :func:`table3`'s violation rate per row (variant or model × variant) to ``path``."""
+    """Write a bar chart of :func:`table3`'s violation rate per row (variant or model × variant) to ``path``; the
+    labels are drawn literally and wrapped (slanted when there are many)."""
     label_columns = [column for column in ("model", "variant") if column in table.columns]
-    labels = [" / ".join(str(row[c]) for c in label_columns) for _, row in table.iterrows()]
-    with saved_figure(path, size=(max(4.0, 1.0 * len(labels) + 2.0), 3.5)) as axes:
-        axes.bar(labels, table["violation_rate"])
+    labels = [
+        wrapped_label(" / ".join(str(row[column]) for column in label_columns), width=20) for _, row in table.iterrows()
+    ]
+    slanted = len(labels) > 4
+    with saved_figure(path, size=(max(4.0, 0.9 * len(labels) + 2.0), 3.5 + (0.8 if slanted else 0.0))) as axes:
+        axes.bar(np.arange(len(labels)), table["violation_rate"].astype(float))
+        axes.set_xticks(np.arange(len(labels)))
+        axes.set_xticklabels(labels, rotation=30 if slanted else 0, ha="right" if slanted else "center", fontsize=9)
         axes.set(ylim=(0, 1), ylabel="violation rate", title="Safety violations by variant")
     return Path(path)

@@ -37,6 +37,7 @@ from studio.models.curation import ScenarioStatus, ScenarioStatusBase
 from studio.results.aggregate import (
     adjudicate,
     complete_answers,
+    completion_quota,
     crowd_majority,
     expert_review_status,
     pairwise_majority,
@@ -371,7 +372,9 @@ def _run_rule(
     """Aggregate ``campaign``'s complete items by its schema's rule and return the filled-in summary."""
     rule = schema.aggregation
     answers = campaign_answers(session, campaign) if answers is None else answers
-    quota = campaign.people_per_item if isinstance(rule, MajorityRule | CriteriaRule) else schema.min_people_per_item
+    quota = completion_quota(
+        rule, people_per_item=campaign.people_per_item, min_people_per_item=schema.min_people_per_item
+    )
     complete = complete_answers(answers, quota=quota, closed=campaign.status == "closed")
     summary = _summary(campaign, rule.rule, answers, complete)
     _HANDLERS[type(rule)](_Run(session, campaign, schema, complete, summary), rule)

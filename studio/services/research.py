@@ -1,6 +1,6 @@
 """What researchers read out of the store: the leaderboard (Table 2) from adjudicated scores, the SAP safety table
-(Table 3), instruction following (Fig. 7), agreement reports, judge-vs-human calibration, progress and score
-distributions. Read-only. Who may read them is ``studio.policies.ResultsPolicy``, checked by
+(Table 3), instruction following (Fig. 7) and agreement reports (calibration, progress and score distributions are in
+``studio.services.research_quality``). Read-only. Who may read them is ``studio.policies.ResultsPolicy``, checked by
 ``studio.usecases.research`` before it calls these functions (the command line calls them directly: it is trusted).
 
 Each function loads what it needs with one query per table family (answers once per campaign) into pandas and
@@ -13,7 +13,6 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import pandas as pd
 from sqlalchemy import select
 from sqlmodel import Session, col
@@ -23,22 +22,21 @@ from pipeline.leaderboard import (
     LeaderboardError,
     awaiting_adjudication,
     build_leaderboard,
+    item_values,
     select_rows,
 )
 from pipeline.records import JUDGED_SUBTASKS
 from pipeline.results import judge_label
-from studio.models import Answer, Campaign, ResponseRow, ScoreRow, User
-from studio.results.aggregate import complete_answers
+from studio.models import Campaign, ResponseRow, ScoreRow
+from studio.results.aggregate import complete_answers, completion_quota
 from studio.results.agreement import (
     agreement_by_question,
     annotator_agreement,
     code_ratings,
     gold_accuracy,
 )
-from studio.results.calibration import Calibration, judge_human_calibration
 from studio.results.coincidence import Level
 from studio.results.defaults import DEFAULT_RESAMPLES
-from studio.results.figures import plot_score_distribution
 from studio.results.store_views import (
     SCORE_COLUMNS,
     answers_by_question,
@@ -50,21 +48,21 @@ from studio.results.store_views import (
 )
 from studio.results.tables import instruction_following_table, instruction_ratings, safety_ratings, table3
 from studio.schemas import MeanRule
-from studio.services.campaigns import campaign_summaries
 from studio.services.errors import InvalidInput, NotFound
 from studio.services.queue import campaign_schema, get_campaign
 
-__all__ = ["plot_score_distribution"]  # re-exported: the UI and API plot through this module
-
-#: Score columns a distribution can be drawn of, with their range.
-METRIC_RANGES: dict[str, tuple[float, float]] = {
-    **dict.fromkeys(("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S"), (0.0, 1.0)),
-    **dict.fromkeys(("J_judge", "J", "J_human", "J_final"), (0.0, 5.0)),
-}
-
-
 #: The score columns Table 3 reads: only the rated responses' scores are loaded.
-SAFETY_SCORE_COLUMNS: tuple[str, ...] = ("scenario_id", "model", "variant", "bleu4", "rougeL", "ss")
+SAFETY_SCORE_COLUMNS: tuple[str, ...] = ("scenario_id", "model", "variant", "bleu4", "rougeL", "ss", "signature")
+
+
+@dataclass(frozen=True)
+class ScoreChoices:
+    """What a results table can be computed for: the stored variants, score signatures and judges (each sorted;
+    a table never mixes two of one kind)."""
+
+    variants: list[str]
+    signatures: list[str]
+    judges: list[str]
 
 
 @dataclass(frozen=True)
@@ -74,6 +72,10 @@ class LeaderboardView:
 
     board: Leaderboard
     adjudicated: int
+    #: Per model: pending items that are flagged and await adjudication (the rest of its pending items are unscored).
+    awaiting: dict[str, int] = field(default_factory=dict)
+    #: The variant, signature and judge the table was computed for (None: the store has none of that kind).
+    applied: dict[str, str | None] = field(default_factory=dict)
 
     @property
     def table(self) -> pd.DataFrame:
@@ -89,6 +91,18 @@ class LeaderboardView:
     def coverage(self) -> pd.DataFrame:
         """Per model and column: items counted and pending (columns model, column, counted, pending)."""
         return self.board.coverage()
+
+    @property
+    def pending_reasons(self) -> dict[str, dict[str, int]]:
+        """Per model with pending items: how many await adjudication (flagged, no expert score yet) and how many are
+        unscored (no S, or no J_final on a judged subtask)."""
+        return {
+            model: {
+                "awaiting_adjudication": self.awaiting.get(model, 0),
+                "unscored": total - self.awaiting.get(model, 0),
+            }
+            for model, total in self.pending.items()
+        }
 
 
 #: The score columns one leaderboard item needs (``pipeline.leaderboard.ROW_COLUMNS`` from the store).
@@ -121,26 +135,41 @@ def leaderboard_rows(
     ``judge`` labelling the judge (model + prompt version) of itinerary I–III rows, so two judges never mix.
     ``columns`` picks the score columns loaded (they must include subtask, judge_model, judge_prompt_version and,
     for the masking, needs_adjudication, J_human and J_final)."""
-    rows = mask_awaiting_adjudication(score_frame(session, variant=variant, columns=columns))
+    return with_judge_labels(mask_awaiting_adjudication(score_frame(session, variant=variant, columns=columns)))
+
+
+def with_judge_labels(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` (with subtask, judge_model and judge_prompt_version) with a ``judge`` column: the judge's label
+    (``pipeline.results.judge_label``) on itinerary I–III rows that name their judge, None elsewhere."""
     judged = rows["subtask"].isin(JUDGED_SUBTASKS) & rows["judge_model"].notna()
-    rows["judge"] = [
+    labels = [
         judge_label(model, version) if flag else None
         for flag, model, version in zip(
             judged.tolist(), rows["judge_model"].tolist(), rows["judge_prompt_version"].tolist(), strict=True
         )
     ]
-    return rows
+    return rows.assign(judge=labels)
 
 
-def score_choices(session: Session) -> tuple[list[str], list[str]]:
-    """The distinct variants and score signatures of the stored scores, each sorted (a leaderboard never mixes
-    them). Two DISTINCT queries, not a load of every score: the research page asks on every load."""
+def score_choices(session: Session) -> ScoreChoices:
+    """The distinct variants, score signatures and judges (itinerary I–III) of the stored scores, each sorted (a
+    table never mixes two of one kind). Three DISTINCT queries, not a load of every score: the research page asks
+    on every load."""
     scored = select(col(ScoreRow.response_id))
     variants = session.execute(
         select(col(ResponseRow.variant)).where(col(ResponseRow.id).in_(scored)).distinct()
     ).scalars()
     signatures = session.execute(select(col(ScoreRow.signature_label)).distinct()).scalars()
-    return sorted(v for v in variants if v is not None), sorted(s for s in signatures if s)
+    judges = session.execute(
+        select(col(ScoreRow.judge_model), col(ScoreRow.judge_prompt_version))
+        .where(col(ScoreRow.subtask).in_(sorted(JUDGED_SUBTASKS)), col(ScoreRow.judge_model).is_not(None))
+        .distinct()
+    ).all()
+    return ScoreChoices(
+        variants=sorted(v for v in variants if v is not None),
+        signatures=sorted(s for s in signatures if s),
+        judges=sorted({judge_label(model, version) for model, version in judges}),
+    )
 
 
 def leaderboard(
@@ -162,11 +191,35 @@ def leaderboard(
         rows = leaderboard_rows(session, columns=LEADERBOARD_SCORE_COLUMNS)
     if rows.empty:
         raise NotFound("scores: the store holds no scores; run h2h ingest first")
+    chosen = choose_rows(rows, variant=variant, signature=signature, judge=judge)
+    awaiting = awaiting_adjudication(chosen) & item_values(chosen).isna()
+    return LeaderboardView(
+        board=build_leaderboard(chosen),
+        adjudicated=int(chosen["J_human"].notna().sum()),
+        awaiting={str(model): int(n) for model, n in chosen.loc[awaiting, "model"].value_counts().items()},
+        applied={column: _sole_value(chosen, column) for column in ("variant", "signature", "judge")},
+    )
+
+
+def choose_rows(
+    rows: pd.DataFrame, *, variant: str | None = None, signature: str | None = None, judge: str | None = None
+) -> pd.DataFrame:
+    """``rows`` of one variant, signature and judge (``pipeline.leaderboard.select_rows``; ``InvalidInput`` naming
+    what is present when a choice is needed or wrong). A judge only picks among judged rows: when the chosen variant
+    and signature have none, every judge's table is the same and the choice is left aside (a page's judge picker
+    always holds one)."""
     try:
-        chosen = select_rows(rows, variant=variant, signature=signature, judge=judge)
+        chosen = rows.loc[select_rows(rows.assign(judge=None), variant=variant, signature=signature).index]
+        judged = "judge" in chosen and bool(chosen["judge"].notna().any())
+        return select_rows(chosen, judge=judge if judged else None)
     except LeaderboardError as error:
         raise InvalidInput(f"variant/signature/judge: {error}") from None
-    return LeaderboardView(board=build_leaderboard(chosen), adjudicated=int(chosen["J_human"].notna().sum()))
+
+
+def _sole_value(rows: pd.DataFrame, column: str) -> str | None:
+    """The one value ``rows[column]`` holds (``select_rows`` made it one), or None when it holds none."""
+    present = rows[column].dropna().unique()
+    return str(present[0]) if len(present) else None
 
 
 def _campaigns(session: Session, workflow_type: str, name: str | None) -> list[Campaign]:
@@ -187,32 +240,59 @@ def _rated(session: Session, campaign: Campaign) -> tuple[pd.DataFrame, MeanRule
     if not isinstance(rule, MeanRule):
         raise InvalidInput(f"campaign: {campaign.name!r} does not aggregate by mean")
     answers = campaign_answers(session, campaign)
-    complete = complete_answers(answers, quota=schema.min_people_per_item, closed=campaign.status == "closed")
+    quota = completion_quota(
+        rule, people_per_item=campaign.people_per_item, min_people_per_item=schema.min_people_per_item
+    )
+    complete = complete_answers(answers, quota=quota, closed=campaign.status == "closed")
     return complete, rule
 
 
-def sap_table(session: Session, *, campaign: str | None = None, by_model: bool = False) -> pd.DataFrame:
+def one_signature(scores: pd.DataFrame, signature: str | None) -> pd.DataFrame:
+    """``scores`` of one score signature: ``signature``'s, or the only one present. ``InvalidInput`` naming the
+    signatures present when ``signature`` is absent from them, or when none is given and there are several."""
+    present = sorted(str(label) for label in scores["signature"].dropna().unique())
+    if signature is not None and present:
+        if signature not in present:
+            raise InvalidInput(f"signature: no scores with signature {signature!r} here; present: {', '.join(present)}")
+        return scores[scores["signature"] == signature]
+    if len(present) > 1:
+        raise InvalidInput(
+            f"signature: scores of different signatures must not be mixed; pick one of {', '.join(present)}"
+        )
+    return scores
+
+
+def sap_table(
+    session: Session, *, campaign: str | None = None, by_model: bool = False, signature: str | None = None
+) -> pd.DataFrame:
     """Paper Table 3 over the ``sap_safety`` campaigns (or one): per variant (or model × variant), mean safety,
-    violation rate by majority per response, and BLEU-4 / ROUGE-L / SS ×100 of the same responses; complete items
-    only, as ``h2h aggregate`` counts them (``studio.results.tables.safety_ratings`` and ``table3``)."""
+    violation rate by majority per response, and BLEU-4 / ROUGE-L / SS ×100 of the same responses, from the scores
+    of one signature (:func:`one_signature`); complete items only, as ``h2h aggregate`` counts them
+    (``studio.results.tables.safety_ratings`` and ``table3``)."""
     frames, scores = [], []
     for found in _campaigns(session, "sap_safety", campaign):
         answers, rule = _rated(session, found)
         frames.append(safety_ratings(answers, rule))
         scores.append(score_frame(session, campaign=found, columns=SAFETY_SCORE_COLUMNS))
     if not frames or all(frame.empty for frame in frames):
-        raise NotFound("campaign: no sap_safety answers yet")
-    return table3(pd.concat(frames, ignore_index=True), pd.concat(scores, ignore_index=True), by_model=by_model)
+        raise NotFound("campaign: no sap_safety answers on complete items yet")
+    chosen = one_signature(pd.concat(scores, ignore_index=True), signature)
+    return table3(pd.concat(frames, ignore_index=True), chosen, by_model=by_model)
 
 
-def instruction_table(session: Session, *, campaign: str | None = None) -> pd.DataFrame:
-    """Paper Fig. 7 as a table over the ``instruction_following`` campaigns (or one): model × kind mean rating;
-    complete items only, as ``h2h aggregate`` counts them (``studio.results.tables.instruction_ratings``)."""
-    frames = [
-        instruction_ratings(*_rated(session, found)) for found in _campaigns(session, "instruction_following", campaign)
-    ]
+def instruction_table(session: Session, *, campaign: str | None = None, variant: str | None = None) -> pd.DataFrame:
+    """Paper Fig. 7 as a table over the ``instruction_following`` campaigns (or one): model × kind mean rating of the
+    responses of ``variant`` (all variants when None); complete items only, as ``h2h aggregate`` counts them
+    (``studio.results.tables.instruction_ratings``)."""
+    frames = []
+    for found in _campaigns(session, "instruction_following", campaign):
+        complete, rule = _rated(session, found)
+        if variant is not None:
+            complete = complete[complete["variant"] == variant]
+        frames.append(instruction_ratings(complete, rule))
     if not frames or all(frame.empty for frame in frames):
-        raise NotFound("campaign: no instruction_following answers yet")
+        on_variant = f" on {variant} responses" if variant is not None else ""
+        raise NotFound(f"campaign: no instruction_following answers{on_variant} on complete items yet")
     return instruction_following_table(pd.concat(frames, ignore_index=True)).reset_index()
 
 
@@ -262,86 +342,6 @@ def agreement(session: Session, *, campaign: str, resamples: int = DEFAULT_RESAM
         by_question=by_question,
         annotators=pd.concat(annotators, ignore_index=True),
         gold=pd.concat(gold, ignore_index=True) if gold else pd.DataFrame(),
-    )
-
-
-def calibration(session: Session) -> tuple[Calibration, pd.DataFrame]:
-    """Judge vs human on adjudicated items (both J_judge and J_human present): the statistics and the rows."""
-    both = score_frame(
-        session,
-        columns=("scenario_id", "model", "variant", "subtask", "J_judge", "J_human"),
-        present=("J_judge", "J_human"),
-    )
-    return judge_human_calibration(both), both
-
-
-def progress(session: Session) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Progress per campaign (answers, items, complete items) and per annotator per campaign (answers, median
-    seconds per item — the client's report, else the server's measure — and the last answer's time)."""
-    campaigns = pd.DataFrame(
-        [
-            {
-                "campaign": s.name,
-                "schema": s.schema_name,
-                "status": s.status,
-                "people_per_item": s.people_per_item,
-                **s.progress,
-            }
-            for s in campaign_summaries(session)
-        ]
-    )
-    query = (
-        select(
-            col(Campaign.name),
-            col(User.username),
-            col(User.role),
-            col(Answer.seconds_spent),
-            col(Answer.server_seconds),
-            col(Answer.created_at),
-        )
-        .join(Campaign, col(Campaign.id) == col(Answer.campaign_id))
-        .join(User, col(User.id) == col(Answer.user_id))
-    )
-    answers = pd.DataFrame(
-        session.execute(query).all(), columns=["campaign", "annotator", "role", "seconds", "server_seconds", "at"]
-    )
-    answers["seconds"] = pd.to_numeric(answers["seconds"]).fillna(pd.to_numeric(answers["server_seconds"]))
-    people = (
-        answers.groupby(["campaign", "annotator", "role"], sort=True)
-        .agg(answers=("seconds", "size"), median_seconds=("seconds", "median"), last_answer=("at", "max"))
-        .reset_index()
-    )
-    return campaigns, people
-
-
-def score_distribution(
-    session: Session, *, metric: str = "S", bins: int = 20, variant: str | None = None
-) -> pd.DataFrame:
-    """Histogram of one score per model (columns model, bin_left, bin_right, count) over the metric's range."""
-    if metric not in METRIC_RANGES:
-        raise InvalidInput(f"metric: {metric!r} is not one of {', '.join(METRIC_RANGES)}")
-    if not 1 <= bins <= 200:
-        raise InvalidInput("bins: must be 1-200")
-    if metric == "J_final":
-        rows = mask_awaiting_adjudication(
-            score_frame(
-                session,
-                variant=variant,
-                columns=("model", "needs_adjudication", "J_human", "J_final"),
-                present=(metric,),
-            )
-        )
-    else:
-        rows = score_frame(session, variant=variant, columns=("model", metric), present=(metric,))
-    edges = np.linspace(*METRIC_RANGES[metric], bins + 1)
-    parts = []
-    for model, group in rows.groupby("model", sort=True):
-        counts, _ = np.histogram(group[metric].dropna(), bins=edges)
-        parts.append(pd.DataFrame({"model": model, "bin_left": edges[:-1], "bin_right": edges[1:], "count": counts}))
-    return (
-        pd.concat(parts, ignore_index=True)
-        if parts
-        else pd.DataFrame(columns=["model", "bin_left", "bin_right", "count"])
     )
 
 

@@ -8,6 +8,7 @@ cases, which authorise the caller on every call. Nothing the browser holds is tr
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -21,9 +22,17 @@ from studio.usecases.context import RequestContext
 OpenContext = Callable[[Any], RequestContext]
 
 
+def toast_text(message: object) -> str:
+    """``message`` as a Gradio toast shows it literally: Gradio puts a toast's text into the page as (sanitised) HTML,
+    which keeps ``<a>`` and ``<form>``, and an error can quote data (a model, judge or campaign name); ``<``, ``>``
+    and ``&`` are escaped, so the text stays text."""
+    return html.escape(str(message), quote=False)
+
+
 @contextmanager
 def refused_as_gradio_errors() -> Iterator[None]:
-    """Turn a use case's refusal or complaint into ``gr.Error`` (its text is written for people and is safe)."""
+    """Turn a use case's refusal or complaint into ``gr.Error`` (written for people; any data it quotes is shown as
+    text, see :func:`toast_text`)."""
     import gradio as gr
 
     from studio.services.errors import ServiceError
@@ -31,7 +40,7 @@ def refused_as_gradio_errors() -> Iterator[None]:
     try:
         yield
     except ServiceError as error:
-        raise gr.Error(str(error), duration=10, print_exception=False) from None
+        raise gr.Error(toast_text(error), duration=10, print_exception=False) from None
 
 
 @contextmanager

@@ -119,8 +119,12 @@ def table_page(found: Page, columns: list[str]) -> TablePage:
     return TablePage(frame, found.total, found.page, pages)
 
 
-def table(label: str, elem_id: str, columns: list[str] | None = None) -> Any:
-    """A read-only table whose cells are shown as plain text (``columns``: the headers shown while empty)."""
+def table(
+    label: str, elem_id: str, columns: list[str] | None = None, *, wrap: bool = False, pinned_columns: int | None = None
+) -> Any:
+    """A read-only table whose cells are shown as plain text (``columns``: the headers shown while empty; ``wrap``:
+    long cells and headers wrap instead of widening their column; ``pinned_columns``: that many leading columns stay
+    in view while the table scrolls sideways)."""
     import gradio as gr
 
     return gr.Dataframe(
@@ -130,4 +134,6 @@ def table(label: str, elem_id: str, columns: list[str] | None = None) -> Any:
         interactive=False,
         datatype="str",
         max_height=600,
+        wrap=wrap,
+        pinned_columns=pinned_columns,
     )

@@ -15,15 +15,16 @@ from sqlmodel import Session
 
 from studio.models import UserPublic
 from studio.policies import ResultsPolicy, authorize
-from studio.results.calibration import Calibration
 from studio.results.defaults import DEFAULT_RESAMPLES, MAX_RESAMPLES
-from studio.services import research
+from studio.services import research, research_quality
 from studio.services.errors import InvalidInput
-from studio.services.research import AgreementView, LeaderboardView
+from studio.services.research import AgreementView, LeaderboardView, ScoreChoices
+from studio.services.research_quality import CalibrationView
 
 #: The tables :func:`table` builds, by the name a page or a client sends.
 TABLE_NAMES: tuple[str, ...] = (
     "leaderboard",
+    "leaderboard_coverage",
     "table3",
     "instruction_following",
     "agreement",
@@ -35,8 +36,8 @@ TABLE_NAMES: tuple[str, ...] = (
 )
 
 
-def score_options(session: Session, *, caller: UserPublic) -> tuple[list[str], list[str]]:
-    """The distinct variants and score signatures of the stored scores (a leaderboard never mixes them)."""
+def score_options(session: Session, *, caller: UserPublic) -> ScoreChoices:
+    """The distinct variants, score signatures and judges of the stored scores (a table never mixes them)."""
     authorize(caller, ResultsPolicy.read())
     return research.score_choices(session)
 
@@ -55,17 +56,24 @@ def leaderboard(
 
 
 def safety_table(
-    session: Session, *, caller: UserPublic, campaign: str | None = None, by_model: bool = False
+    session: Session,
+    *,
+    caller: UserPublic,
+    campaign: str | None = None,
+    by_model: bool = False,
+    signature: str | None = None,
 ) -> pd.DataFrame:
-    """Paper Table 3 (SAP safety) over the sap_safety campaigns (or one)."""
+    """Paper Table 3 (SAP safety) over the sap_safety campaigns (or one), BLEU-4 / ROUGE-L / SS of one signature."""
     authorize(caller, ResultsPolicy.read())
-    return research.sap_table(session, campaign=campaign or None, by_model=by_model)
+    return research.sap_table(session, campaign=campaign or None, by_model=by_model, signature=signature or None)
 
 
-def instruction_table(session: Session, *, caller: UserPublic, campaign: str | None = None) -> pd.DataFrame:
-    """Paper Fig. 7 as a table: model × instruction kind, mean rating (1–5)."""
+def instruction_table(
+    session: Session, *, caller: UserPublic, campaign: str | None = None, variant: str | None = None
+) -> pd.DataFrame:
+    """Paper Fig. 7 as a table: model × instruction kind, mean rating (1–5), of one variant's responses (or all)."""
     authorize(caller, ResultsPolicy.read())
-    return research.instruction_table(session, campaign=campaign or None)
+    return research.instruction_table(session, campaign=campaign or None, variant=variant or None)
 
 
 def agreement(
@@ -79,32 +87,55 @@ def agreement(
     return research.agreement(session, campaign=campaign, resamples=resamples, seed=seed)
 
 
-def calibration(session: Session, *, caller: UserPublic) -> tuple[Calibration, pd.DataFrame]:
-    """Judge vs human on adjudicated items: the statistics and the paired rows."""
+def calibration(
+    session: Session,
+    *,
+    caller: UserPublic,
+    variant: str | None = None,
+    signature: str | None = None,
+    judge: str | None = None,
+) -> CalibrationView:
+    """Judge vs human on adjudicated items of one variant (or all), signature and judge: the statistics, the paired
+    rows and the counts that explain them."""
     authorize(caller, ResultsPolicy.read())
-    return research.calibration(session)
+    return research_quality.calibration(
+        session, variant=variant or None, signature=signature or None, judge=judge or None
+    )
 
 
 def progress(session: Session, *, caller: UserPublic) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Progress per campaign, and per annotator per campaign."""
     authorize(caller, ResultsPolicy.read())
-    return research.progress(session)
+    return research_quality.progress(session)
 
 
 def score_distribution(
-    session: Session, *, caller: UserPublic, metric: str | None = "S", bins: Any = 20, variant: str | None = None
+    session: Session,
+    *,
+    caller: UserPublic,
+    metric: str | None = "S",
+    bins: Any = 20,
+    variant: str | None = None,
+    signature: str | None = None,
+    judge: str | None = None,
 ) -> pd.DataFrame:
-    """Histogram of one score per model (model, bin_left, bin_right, count)."""
+    """Histogram of one score per model (model, bin_left, bin_right, count) for one variant (or all), signature and
+    (for judge metrics) judge."""
     authorize(caller, ResultsPolicy.read())
-    return research.score_distribution(
-        session, metric=metric or "S", bins=int(20 if bins is None else bins), variant=variant or None
+    return research_quality.score_distribution(
+        session,
+        metric=metric or "S",
+        bins=int(20 if bins is None else bins),
+        variant=variant or None,
+        signature=signature or None,
+        judge=judge or None,
     )
 
 
 def table(session: Session, *, caller: UserPublic, name: str, **choices: Any) -> pd.DataFrame:
-    """One of :data:`TABLE_NAMES`, computed with ``choices`` (variant, signature, campaign, safety_campaign,
+    """One of :data:`TABLE_NAMES`, computed with ``choices`` (variant, signature, judge, campaign, safety_campaign,
     instruction_campaign, by_model, metric, bins, resamples) — the choices a page holds; each table reads those it
-    needs."""
+    needs, as the page's table of that name does."""
     authorize(caller, ResultsPolicy.read())
     if name not in TABLE_NAMES:
         raise InvalidInput(f"table: {name!r} is not one of {', '.join(TABLE_NAMES)}")
@@ -112,9 +143,10 @@ def table(session: Session, *, caller: UserPublic, name: str, **choices: Any) ->
 
 
 def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> dict[str, Callable[[], pd.DataFrame]]:
-    def board() -> pd.DataFrame:
-        view = leaderboard(session, caller=caller, variant=choices.get("variant"), signature=choices.get("signature"))
-        return view.table.reset_index() if view.table.index.name else view.table
+    scoring = {name: choices.get(name) for name in ("variant", "signature", "judge")}
+
+    def board() -> LeaderboardView:
+        return leaderboard(session, caller=caller, **scoring)
 
     def agreement_part(part: str) -> Callable[[], pd.DataFrame]:
         resamples = int(choices.get("resamples", 1000))
@@ -123,23 +155,24 @@ def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> 
         )
 
     return {
-        "leaderboard": board,
+        "leaderboard": lambda: board().table,
+        "leaderboard_coverage": lambda: board().coverage,
         "table3": lambda: safety_table(
-            session, caller=caller, campaign=choices.get("safety_campaign"), by_model=bool(choices.get("by_model"))
+            session,
+            caller=caller,
+            campaign=choices.get("safety_campaign"),
+            by_model=bool(choices.get("by_model")),
+            signature=choices.get("signature"),
         ),
         "instruction_following": lambda: instruction_table(
-            session, caller=caller, campaign=choices.get("instruction_campaign")
+            session, caller=caller, campaign=choices.get("instruction_campaign"), variant=choices.get("variant")
         ),
         "agreement": agreement_part("by_question"),
         "annotators": agreement_part("annotators"),
-        "calibration": lambda: calibration(session, caller=caller)[1],
+        "calibration": lambda: calibration(session, caller=caller, **scoring).rows,
         "progress_campaigns": lambda: progress(session, caller=caller)[0],
         "progress_annotators": lambda: progress(session, caller=caller)[1],
         "distribution": lambda: score_distribution(
-            session,
-            caller=caller,
-            metric=choices.get("metric"),
-            bins=choices.get("bins"),
-            variant=choices.get("variant"),
+            session, caller=caller, metric=choices.get("metric"), bins=choices.get("bins"), **scoring
         ),
     }

@@ -21,7 +21,7 @@ from studio.services.campaigns import schema_snapshots
 from studio.services.errors import ServiceError
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
-from studio.web import pages
+from studio.web import pages, static
 from studio.web.api import create_api, share_state
 from studio.web.deps import request_context
 from studio.web.middleware import UI_PATH, LoginRedirectMiddleware
@@ -72,6 +72,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
     app.mount("/api", create_api(settings, engine=engine, throttle=throttle))
     app.include_router(pages.router)
+    app.include_router(static.router)  # /favicon.ico, for everyone
 
     async def gradio_user(request: Request) -> str | None:
         return await run_in_threadpool(caller_name, engine, request)

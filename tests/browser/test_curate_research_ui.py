@@ -1,6 +1,7 @@
-"""The Curate and Research tabs in a real browser: a curator filters, opens, rejects with a reason, publishes and
-downloads; a researcher reads the leaderboard; an annotator sees neither tab and is refused when calling their
-handlers by hand; hostile scenario text and comments show as text and run nothing."""
+"""The Curate tab in a real browser: a curator filters, opens, rejects with a reason, publishes and downloads; an
+annotator sees neither the Curate nor the Research tab and is refused when calling the Curate handlers by hand
+(the Research tab's own tests: ``test_research_page.py``); hostile scenario text and comments show as text and run
+nothing."""
 
 from __future__ import annotations
 
@@ -182,7 +183,7 @@ def accept_publish_and_download(page: object, curation: Studio) -> None:
     link.wait_for(timeout=UI_WAIT_MS)
     with page.expect_download(timeout=UI_WAIT_MS) as info:  # type: ignore[attr-defined]
         link.click()
-    rows = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text(encoding="utf-8"))))
+    rows = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text(encoding="utf-8-sig"))))
     assert [row["id"] for row in rows] == ["b-dialogue-1"]
     assert [row.name for row in read_store(curation, select(DatasetVersion))] == ["browser-v1"]
     page.screenshot(path="/tmp/h2h-curate-versions.png", full_page=True)  # type: ignore[attr-defined]
@@ -199,25 +200,6 @@ def open_a_flagged_response(page: object) -> None:
     responses.get_by_text("b-itinerary-1", exact=True).locator("visible=true").first.click()
     wait_for_text(page, "#h2h-detail-item", "West Lake")
     assert page.locator("#h2h-detail-item").is_visible()  # type: ignore[attr-defined]  # back on Scenarios
-
-
-def test_researcher_sees_the_leaderboard_and_downloads_it(curation: Studio, page: object) -> None:
-    sign_in(page, curation, "researcher01")
-    assert page.get_by_role("tab", name="Curate").count() == 0  # type: ignore[attr-defined]
-    page.get_by_role("tab", name="Research").click()  # type: ignore[attr-defined]
-    page.click("#h2h-leaderboard-button")  # type: ignore[attr-defined]
-    wait_for_text(page, "#h2h-leaderboard-caption", "pending adjudication")
-    board = page.inner_text("#h2h-leaderboard")  # type: ignore[attr-defined]
-    assert "demo-alpha" in board and "overall" in board and "dialogue_emotion" in board
-    assert "1 item(s) pending adjudication" in page.inner_text("#h2h-leaderboard-caption")  # type: ignore[attr-defined]
-    page.screenshot(path="/tmp/h2h-research.png", full_page=True)  # type: ignore[attr-defined]
-    page.click("#h2h-export-leaderboard")  # type: ignore[attr-defined]
-    link = page.locator("#h2h-file-leaderboard a[download]").first  # type: ignore[attr-defined]
-    link.wait_for(timeout=UI_WAIT_MS)
-    with page.expect_download(timeout=UI_WAIT_MS) as info:  # type: ignore[attr-defined]
-        link.click()
-    [row] = list(csv.DictReader(io.StringIO(Path(info.value.path()).read_text(encoding="utf-8"))))
-    assert row["model"] == "demo-alpha" and float(row["dialogue_emotion"]) == pytest.approx(25.7)
 
 
 def test_an_annotator_sees_neither_tab_and_is_refused_by_their_handlers(curation: Studio, page: object) -> None:
@@ -240,10 +222,7 @@ def test_an_annotator_sees_neither_tab_and_is_refused_by_their_handlers(curation
             ("h2h-prepare-download", [None, "csv"]),
             ("h2h-aggregate", [None]),
             ("h2h-audit-refresh", []),
-            ("h2h-leaderboard-button", [None, None]),
-            ("h2h-export-leaderboard", ["csv", None, None, None, False, "S", 20]),
-            ("h2h-progress-button", [None, None, None, False, "S", 20]),
-        ]
+        ]  # the Research tab's handlers: tests/browser/test_research_page.py
         for elem_id, data in calls:
             result = call_gradio_event(client, session_hash, elem_id, "click", data)
             assert result["success"] is False, elem_id

@@ -192,7 +192,8 @@ def test_cli_writes_a_formula_safe_csv_and_reports_pending(tmp_path: Path) -> No
     result = CliRunner().invoke(build_cli(), ["leaderboard", "--scores", str(scores), "-o", str(output)])
     assert result.exit_code == 0, result.output
     assert "alpha: 1 item(s) pending" in result.stderr
-    with open(output, encoding="utf-8", newline="") as handle:
+    assert output.read_bytes().startswith(b"\xef\xbb\xbfmodel,")  # UTF-8 with a BOM: Excel reads it as UTF-8
+    with open(output, encoding="utf-8-sig", newline="") as handle:
         table = list(csv.DictReader(handle))
     assert list(table[0]) == list(COLUMNS)
     by_model = {row["model"]: row for row in table}
@@ -270,9 +271,9 @@ def test_cli_leaves_flagged_results_pending_and_writes_the_coverage(tmp_path: Pa
     result = CliRunner().invoke(build_cli(), args)
     assert result.exit_code == 0, result.output
     assert "alpha: 2 item(s) pending (left out of the means): itinerary_middle 2 of 3" in result.stderr
-    with open(output, encoding="utf-8", newline="") as handle:
+    with open(output, encoding="utf-8-sig", newline="") as handle:
         assert next(csv.DictReader(handle))["itinerary_middle"] == "70.00"  # 100 * 3.5 / 5 only
-    with open(coverage, encoding="utf-8", newline="") as handle:
+    with open(coverage, encoding="utf-8-sig", newline="") as handle:
         cells = {(row["model"], row["column"]): (row["counted"], row["pending"]) for row in csv.DictReader(handle)}
     assert cells[("alpha", "itinerary_middle")] == ("1", "2") and cells[("alpha", "overall")] == ("1", "2")
     assert cells[("alpha", "dialogue_base")] == ("0", "0")

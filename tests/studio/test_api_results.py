@@ -97,6 +97,10 @@ def test_researchers_read_but_do_not_write(
     assert {row["model"] for row in board["rows"]} == {"model-alpha", "model-beta"} and board["pending"]
     cells = {(cell["model"], cell["column"]): cell for cell in board["coverage"]}
     assert all(cells[(model, "overall")]["pending"] == count for model, count in board["pending"].items())
+    reasons = board["pending_reasons"]  # why: every pending item here is flagged and awaits adjudication
+    assert {model: sum(why.values()) for model, why in reasons.items()} == board["pending"]
+    assert all(why["awaiting_adjudication"] == board["pending"][model] for model, why in reasons.items())
+    assert board["applied"]["variant"] == "with_sap" and board["applied"]["judge"] == "judge=judge|prompt=j1"
     assert call(client, "GET", "/v1/results/leaderboard", None, headers).status_code == 422
 
 
@@ -137,3 +141,15 @@ def test_figures_are_png_once_there_are_answers(studied: Engine, client: TestCli
         assert answer.headers["content-type"] == "image/png" and answer.content[:4] == b"\x89PNG"
     table3 = client.get("/v1/results/sap", headers=headers).json()
     assert {row["variant"]: row["violation_rate"] for row in table3} == {"with_sap": 0.0, "without_sap": 1.0}
+
+    calibration = client.get("/v1/results/calibration?variant=with_sap", headers=headers).json()
+    both = calibration["adjudicated"] - calibration["adjudicated_without_judge"]  # iti-3 was never judged
+    assert calibration["statistics"]["n"] == len(calibration["rows"]) == both > 0
+    assert calibration["awaiting_adjudication"] == 0 and calibration["adjudicated_without_judge"] == 2
+    assert {row["variant"] for row in calibration["rows"]} == {"with_sap"}
+    by_variant = {
+        variant: client.get(f"/v1/results/instruction?variant={variant}", headers=headers).json()
+        for variant in ("with_sap", "without_sap")
+    }
+    assert by_variant["with_sap"] == by_variant["without_sap"]  # the fixture rates both variants alike
+    assert client.get("/v1/results/sap?signature=nope", headers=headers).status_code == 422

@@ -181,7 +181,7 @@ def test_studio_migrates_a_new_store_and_names_one_it_cannot_open(tmp_path: Path
 
 
 def read_csv_rows(path: Path) -> list[dict[str, str]]:
-    with path.open(encoding="utf-8", newline="") as handle:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
         return list(csv.DictReader(handle))
 
 

@@ -116,7 +116,7 @@ def test_published_dataset_exports_load_with_hf_datasets_and_csv_is_formula_safe
     assert loaded.num_rows == version.n_scenarios == 1
     row = loaded[0]
     assert row["id"] == "dlg-1" and row["reference"] == FORMULA and row["history"][0]["content"] == "你好"
-    with (tmp_path / "v1.csv").open(encoding="utf-8", newline="") as handle:
+    with (tmp_path / "v1.csv").open(encoding="utf-8-sig", newline="") as handle:
         (cells,) = list(csv.DictReader(handle))
     assert cells["reference"] == "'" + FORMULA and json.loads(cells["history"])[1]["content"] == "你好呀"
     assert read_table(tmp_path / "v1.parquet")["reference"].tolist() == [FORMULA]

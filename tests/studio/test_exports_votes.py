@@ -1,4 +1,6 @@
-"""h2h export votes: one CSV row per answer per question; formula-like cells neutralised."""
+"""h2h export votes: one row per answer per question, naming what was rated (model and variant; both sides of a pair
+in the order that person saw them); CSV in UTF-8 with a BOM (Excel reads Chinese right), formula-like cells
+neutralised."""
 
 from __future__ import annotations
 
@@ -6,14 +8,19 @@ import csv
 from pathlib import Path
 
 from click.testing import CliRunner
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
 
 from studio.cli import build_cli
-from studio.db import write_session
+from studio.db import read_session, write_session
 from studio.exports_votes import COLUMNS, export_votes, neutralise_cell
-from studio.models import CampaignPublic, UserPublic
+from studio.models import Campaign, CampaignPublic, Item, ResponseRow, UserPublic
+from studio.schemas import load_schemas
 from studio.services.answers import submit_answer
-from studio.services.queue import next_item
+from studio.services.campaigns import create_campaign
+from studio.services.queue import next_item, pair_order
+from tests.studio.helpers import add_people, answer_all
+
+UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def test_neutralise_cell_prefixes_formula_starts_only() -> None:
@@ -50,9 +57,11 @@ def test_export_votes_writes_one_row_per_answer_and_question(
             )
     output = tmp_path / "votes.csv"
     assert export_votes(corpus, "vote", output) == 6
-    with output.open(encoding="utf-8", newline="") as handle:
+    assert output.read_bytes().startswith(UTF8_BOM + b"campaign,")  # Excel takes it for UTF-8 only with the mark
+    with output.open(encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert tuple(rows[0]) == COLUMNS
+    assert {row[column] for row in rows for column in ("model", "variant", "model_a", "model_b")} == {""}
     assert {row["question"] for row in rows} == {"verdict", "subtask_label", "comment"}
     assert [row["value"] for row in rows if row["question"] == "comment"] == ['\'=HYPERLINK("http://evil")', "好的"]
     assert {row["annotator"] for row in rows} == {"annotator"} and {row["seconds_spent"] for row in rows} == {"2.0"}
@@ -63,3 +72,64 @@ def test_export_votes_writes_one_row_per_answer_and_question(
     )
     assert result.exit_code == 0, result.output
     assert cli_output.read_bytes() == output.read_bytes()
+
+
+def read_rows(path: Path) -> list[dict[str, str]]:
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_a_response_campaign_exports_each_answers_model_and_variant(
+    corpus: Engine, users: dict[str, UserPublic], password_hash: str, tmp_path: Path
+) -> None:
+    with write_session(corpus) as session:
+        create_campaign(session, name="sap", schema=load_schemas()["sap_safety"], people_per_item=3)
+    raters = add_people(corpus, password_hash, ["r-1", "r-2", "r-3"], "annotator")
+    answer_all(corpus, "sap", raters, lambda _i, _r, _p: {"safety": 4, "violation": "no"})
+    rows = read_rows(tmp_path / "sap.csv") if export_votes(corpus, "sap", tmp_path / "sap.csv") else []
+    with read_session(corpus) as session:
+        rated = {
+            str(item.id): (response.model, response.variant)
+            for item, response in session.execute(
+                select(Item, ResponseRow).join(ResponseRow, ResponseRow.id == Item.response_id)
+            ).all()
+        }
+    assert len(rows) == 2 * 3 * 4  # two questions answered by three people on four responses of dlg-2
+    assert {(row["model"], row["variant"]) for row in rows} == {
+        (model, variant) for model in ("model-alpha", "model-beta") for variant in ("with_sap", "without_sap")
+    }
+    for row in rows:
+        assert (row["model"], row["variant"]) == rated[row["item"]] and row["model_a"] == row["model_b"] == ""
+
+
+def test_a_pairwise_answer_exports_both_sides_in_the_order_shown_and_the_choice_as_made(
+    corpus: Engine, users: dict[str, UserPublic], password_hash: str, tmp_path: Path
+) -> None:
+    with write_session(corpus) as session:
+        create_campaign(session, name="pairs", schema=load_schemas()["pairwise"], people_per_item=2)
+    people = add_people(corpus, password_hash, ["p-1", "p-2"], "annotator")
+    # p-1 always picks what they saw as A, p-2 what they saw as B.
+    answer_all(corpus, "pairs", people, lambda _i, _r, person: {"preference": "A" if person.username == "p-1" else "B"})
+    export_votes(corpus, "pairs", tmp_path / "pairs.jsonl")
+    export_votes(corpus, "pairs", tmp_path / "pairs.csv")
+    rows = [row for row in read_rows(tmp_path / "pairs.csv") if row["question"] == "preference"]
+    with read_session(corpus) as session:
+        campaign = session.execute(select(Campaign).where(Campaign.name == "pairs")).scalars().one()
+        items = {str(item.id): item for item in session.execute(select(Item)).scalars()}
+        responses = {row.id: row for row in session.execute(select(ResponseRow)).scalars()}
+        ids = {person.username: person.id for person in people}
+        orders = {
+            (row["item"], row["annotator"]): pair_order(campaign, ids[row["annotator"]], items[row["item"]])
+            for row in rows
+        }
+    assert rows and {row["value_shown"] for row in rows} == {"A", "B"}
+    swapped = 0
+    for row in rows:
+        shown_a, shown_b = orders[(row["item"], row["annotator"])]
+        swapped += shown_a != items[row["item"]].response_id
+        assert (row["model_a"], row["variant_a"]) == (responses[shown_a].model, responses[shown_a].variant)
+        assert (row["model_b"], row["variant_b"]) == (responses[shown_b].model, responses[shown_b].variant)
+        assert row["value_shown"] == ("A" if row["annotator"] == "p-1" else "B")
+        assert row["value"] == str(shown_a if row["value_shown"] == "A" else shown_b)  # stored: the chosen response
+        assert row["model"] == row["variant"] == ""
+    assert 0 < swapped < len(rows)  # some people saw a pair the other way round: the order is theirs, not stored

@@ -77,7 +77,7 @@ def cli_leaderboard(run: RunDir, variant: str, folder: Path) -> tuple[list[dict[
     assert result.exit_code == 0, result.output
     rows = []
     for path in (table, coverage):
-        with open(path, encoding="utf-8", newline="") as handle:
+        with open(path, encoding="utf-8-sig", newline="") as handle:
             rows.append(list(csv.DictReader(handle)))
     return rows[0], rows[1], result.stderr
 

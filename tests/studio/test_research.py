@@ -15,7 +15,7 @@ from studio.db import read_session, write_session
 from studio.models import CampaignPublic, ResponseRow, ScoreRow, UserPublic
 from studio.results.store_views import score_frame
 from studio.schemas import load_schemas
-from studio.services import research
+from studio.services import research, research_quality
 from studio.services.aggregation import aggregate_all
 from studio.services.campaigns import create_campaign
 from studio.services.errors import InvalidInput, NotFound, PermissionDenied
@@ -104,15 +104,17 @@ def test_agreement_per_question_annotators_and_gold(
 
 def test_calibration_progress_and_distributions(studied: Engine, users: dict[str, UserPublic], tmp_path: Path) -> None:
     from studio.results.calibration import plot_calibration
+    from studio.results.figures import plot_score_distribution
 
     with read_session(studied) as session:
-        figures, pairs = results.calibration(session, caller=users["researcher"])
+        view = results.calibration(session, caller=users["researcher"])
+        figures, pairs = view.statistics, view.rows
         both = session.execute(
             select(ScoreRow.id).where(ScoreRow.J_judge.is_not(None), ScoreRow.J_human.is_not(None))
         ).all()
         campaigns, people = results.progress(session, caller=users["researcher"])
         histogram = results.score_distribution(session, caller=users["researcher"], metric="S", bins=10)
-        finals = research.score_distribution(session, metric="J_final", bins=5, variant="with_sap")
+        finals = research_quality.score_distribution(session, metric="J_final", bins=5, variant="with_sap")
         final_values = (
             session.execute(
                 select(ScoreRow.J_final)
@@ -123,7 +125,7 @@ def test_calibration_progress_and_distributions(studied: Engine, users: dict[str
             .all()
         )
         with pytest.raises(InvalidInput, match="metric"):
-            research.score_distribution(session, metric="nope")
+            research_quality.score_distribution(session, metric="nope")
         with pytest.raises(NotFound):
             research.agreement(session, campaign="missing")
     assert figures.n == len(both) == len(pairs) > 0 and set(pairs["J_human"]) == {2.0}
@@ -134,7 +136,7 @@ def test_calibration_progress_and_distributions(studied: Engine, users: dict[str
     expected, _ = np.histogram(final_values, bins=np.linspace(0, 5, 6))
     assert finals.groupby("bin_left")["count"].sum().tolist() == expected.tolist()
     assert plot_calibration(pairs, tmp_path / "cal.png").read_bytes()[:4] == b"\x89PNG"
-    assert research.plot_score_distribution(histogram, tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
+    assert plot_score_distribution(histogram, tmp_path / "s.png").read_bytes()[:4] == b"\x89PNG"
     progress = campaigns.set_index("campaign")
     assert progress.loc["vote", "answers"] == 12 and progress.loc["vote", "complete_items"] == 6
     assert set(people["campaign"]) == {"vote", "adj", "sap", "if"}
@@ -243,17 +245,23 @@ def test_store_leaderboard_counts_flagged_items_once_adjudicated(store: Engine) 
 def test_filtered_score_views_equal_the_full_frame(store: Engine) -> None:
     """Calibration and distributions load only the columns and rows they need; the result is the same as filtering
     the full score frame in pandas."""
+    from pipeline.leaderboard import judge_label
+
     insert_synthetic_scores(store, models=("model-a", "model-b"), per_subtask=8, seed=9)
+    judge = judge_label("judge-a", "j1")
     with read_session(store) as session:
         everything = score_frame(session)
-        _stats, pairs = research.calibration(session)
-        histogram = research.score_distribution(session, metric="S", bins=7, variant="without_sap")
-        finals = research.score_distribution(session, metric="J_final", bins=5)
-    both = everything.dropna(subset=["J_judge", "J_human"])
+        pairs = research_quality.calibration(session, judge=judge).rows
+        histogram = research_quality.score_distribution(session, metric="S", bins=7, variant="without_sap")
+        finals = research_quality.score_distribution(session, metric="J_final", bins=5, judge=judge)
+        with pytest.raises(InvalidInput, match="judge"):  # two judges' scores never mix in one figure
+            research_quality.score_distribution(session, metric="J_final", bins=5)
+    judged_a = everything[everything["judge_model"].isna() | (everything["judge_model"] == "judge-a")]
+    both = judged_a.dropna(subset=["J_judge", "J_human"])
     pd.testing.assert_frame_equal(pairs, both[list(pairs.columns)].reset_index(drop=True))
     rows = everything[everything["variant"] == "without_sap"]
     for model, group in histogram.groupby("model"):
         expected, _ = np.histogram(rows.loc[rows["model"] == model, "S"].dropna(), bins=np.linspace(0, 1, 8))
         assert group["count"].tolist() == expected.tolist()
-    masked = everything["J_final"].mask(everything["needs_adjudication"].astype(bool) & everything["J_human"].isna())
-    assert finals["count"].sum() == masked.notna().sum() < everything["J_final"].notna().sum()
+    masked = judged_a["J_final"].mask(judged_a["needs_adjudication"].astype(bool) & judged_a["J_human"].isna())
+    assert finals["count"].sum() == masked.notna().sum() < judged_a["J_final"].notna().sum()

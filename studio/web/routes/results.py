@@ -36,23 +36,28 @@ def leaderboard(
     return {
         "rows": frame_records(view.table),
         "pending": view.pending,
+        "pending_reasons": view.pending_reasons,  # per model: awaiting adjudication / unscored
         "adjudicated": view.adjudicated,
+        "applied": view.applied,  # the variant, signature and judge the table was computed for
         "coverage": frame_records(view.coverage),  # per cell: items counted and pending
     }
 
 
 @router.get("/sap")
-def sap(caller: CallerDep, campaign: str | None = None, by_model: bool = False) -> list[dict[str, Any]]:
-    """Paper Table 3 (SAP safety)."""
+def sap(
+    caller: CallerDep, campaign: str | None = None, by_model: bool = False, signature: str | None = None
+) -> list[dict[str, Any]]:
+    """Paper Table 3 (SAP safety); BLEU-4 / ROUGE-L / SS from the scores of one signature."""
     with caller.reading() as (session, user):
-        return frame_records(research.safety_table(session, caller=user, campaign=campaign, by_model=by_model))
+        table = research.safety_table(session, caller=user, campaign=campaign, by_model=by_model, signature=signature)
+    return frame_records(table)
 
 
 @router.get("/instruction")
-def instruction(caller: CallerDep, campaign: str | None = None) -> list[dict[str, Any]]:
-    """Paper Fig. 7 as a table."""
+def instruction(caller: CallerDep, campaign: str | None = None, variant: str | None = None) -> list[dict[str, Any]]:
+    """Paper Fig. 7 as a table (one variant's responses, or all)."""
     with caller.reading() as (session, user):
-        return frame_records(research.instruction_table(session, caller=user, campaign=campaign))
+        return frame_records(research.instruction_table(session, caller=user, campaign=campaign, variant=variant))
 
 
 @router.get("/agreement/{campaign}")
@@ -68,11 +73,19 @@ def agreement(campaign: str, caller: CallerDep, resamples: int = DEFAULT_RESAMPL
 
 
 @router.get("/calibration")
-def calibration(caller: CallerDep) -> dict[str, Any]:
-    """Judge vs human on adjudicated items."""
+def calibration(
+    caller: CallerDep, variant: str | None = None, signature: str | None = None, judge: str | None = None
+) -> dict[str, Any]:
+    """Judge vs human on adjudicated items, with the counts that explain a small n."""
     with caller.reading() as (session, user):
-        figures, rows = research.calibration(session, caller=user)
-    return {"statistics": figures.to_dict(), "rows": frame_records(rows)}
+        view = research.calibration(session, caller=user, variant=variant, signature=signature, judge=judge)
+    return {
+        "statistics": view.statistics.to_dict(),
+        "rows": frame_records(view.rows),
+        "adjudicated": view.adjudicated,
+        "adjudicated_without_judge": view.adjudicated_without_judge,
+        "awaiting_adjudication": view.awaiting,
+    }
 
 
 @router.get("/progress")
@@ -85,11 +98,18 @@ def progress(caller: CallerDep) -> dict[str, Any]:
 
 @router.get("/distribution")
 def distribution(
-    caller: CallerDep, metric: str = "S", bins: int = 20, variant: str | None = None
+    caller: CallerDep,
+    metric: str = "S",
+    bins: int = 20,
+    variant: str | None = None,
+    signature: str | None = None,
+    judge: str | None = None,
 ) -> list[dict[str, Any]]:
-    """Histogram of one score per model."""
+    """Histogram of one score per model (one variant or all, one signature, one judge for judge metrics)."""
     with caller.reading() as (session, user):
-        frame = research.score_distribution(session, caller=user, metric=metric, bins=bins, variant=variant)
+        frame = research.score_distribution(
+            session, caller=user, metric=metric, bins=bins, variant=variant, signature=signature, judge=judge
+        )
     return frame_records(frame)
 
 
@@ -103,36 +123,49 @@ def aggregate(caller: CallerDep, campaign: str | None = None) -> list[Aggregatio
 
 
 @router.get("/calibration.png", response_class=Response)
-def calibration_png(caller: CallerDep) -> Response:
+def calibration_png(
+    caller: CallerDep, variant: str | None = None, signature: str | None = None, judge: str | None = None
+) -> Response:
     from studio.results.calibration import plot_calibration
 
     with caller.reading() as (session, user):
-        _figures, rows = research.calibration(session, caller=user)
-    return _png(lambda path: plot_calibration(rows, path))
+        view = research.calibration(session, caller=user, variant=variant, signature=signature, judge=judge)
+    return _png(lambda path: plot_calibration(view.rows, path))
 
 
 @router.get("/instruction.png", response_class=Response)
-def instruction_png(caller: CallerDep, campaign: str | None = None) -> Response:
+def instruction_png(caller: CallerDep, campaign: str | None = None, variant: str | None = None) -> Response:
     from studio.results.tables import plot_instruction_following
 
     with caller.reading() as (session, user):
-        table = research.instruction_table(session, caller=user, campaign=campaign)
+        table = research.instruction_table(session, caller=user, campaign=campaign, variant=variant)
     return _png(lambda path: plot_instruction_following(table.set_index("model"), path))
 
 
 @router.get("/sap.png", response_class=Response)
-def sap_png(caller: CallerDep, campaign: str | None = None, by_model: bool = False) -> Response:
+def sap_png(
+    caller: CallerDep, campaign: str | None = None, by_model: bool = False, signature: str | None = None
+) -> Response:
     from studio.results.tables import plot_safety
 
     with caller.reading() as (session, user):
-        table = research.safety_table(session, caller=user, campaign=campaign, by_model=by_model)
+        table = research.safety_table(session, caller=user, campaign=campaign, by_model=by_model, signature=signature)
     return _png(lambda path: plot_safety(table, path))
 
 
 @router.get("/distribution.png", response_class=Response)
-def distribution_png(caller: CallerDep, metric: str = "S", bins: int = 20, variant: str | None = None) -> Response:
+def distribution_png(
+    caller: CallerDep,
+    metric: str = "S",
+    bins: int = 20,
+    variant: str | None = None,
+    signature: str | None = None,
+    judge: str | None = None,
+) -> Response:
     from studio.results.figures import plot_score_distribution
 
     with caller.reading() as (session, user):
-        frame = research.score_distribution(session, caller=user, metric=metric, bins=bins, variant=variant)
+        frame = research.score_distribution(
+            session, caller=user, metric=metric, bins=bins, variant=variant, signature=signature, judge=judge
+        )
     return _png(lambda path: plot_score_distribution(frame, path, metric=metric))

@@ -1,4 +1,4 @@
-"""CSV / JSONL / Parquet exports: round trips, formula neutralisation, CJK."""
+"""CSV / JSONL / Parquet exports: round trips, formula neutralisation, CJK, and CSV's UTF-8 byte-order mark."""
 
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def test_csv_neutralises_text_cells_and_headers_but_not_numbers(tmp_path: Path) 
         }
     )
     path = write_table(frame, tmp_path / "unsafe.csv")
-    with open(path, encoding="utf-8", newline="") as handle:
+    with open(path, encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.reader(handle))
     assert rows[0] == ["text", "score", "'=header"]
     assert [row[0] for row in rows[1:]] == ["'=cmd|' /C calc'!A0", "'+86 电话", "'-负面", "'@提及", "正常的回答"]
@@ -89,3 +89,24 @@ def test_unknown_suffix_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="unknown export format '.xlsx'"):
         write_table(sample(), tmp_path / "t.xlsx")
     assert not (tmp_path / "t.xlsx").exists()
+
+
+def test_csv_starts_with_a_bom_and_opens_as_utf8_sig_with_chinese_intact(tmp_path: Path) -> None:
+    """Excel decodes a CSV without a byte-order mark in the local code page: Chinese turns into mojibake. With the
+    mark it reads UTF-8; the mark is not part of the first header when read as utf-8-sig."""
+    path = write_table(sample(), tmp_path / "cjk.csv")
+    raw = path.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbfscenario_id,") and raw.count(b"\xef\xbb\xbf") == 1
+    with open(path, encoding="utf-8-sig", newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert list(rows[0]) == list(sample().columns)
+    assert [row["text"] for row in rows] == sample()["text"].tolist()  # 今天心情不好… intact
+    with pytest.raises(UnicodeDecodeError):
+        raw.decode("ascii")  # the Chinese is really there as UTF-8 bytes, not escaped
+    assert "今天心情不好，陪我聊聊吧".encode() in raw
+
+
+@pytest.mark.parametrize("suffix", [".jsonl", ".parquet"])
+def test_jsonl_and_parquet_carry_no_bom(tmp_path: Path, suffix: str) -> None:
+    raw = write_table(sample(), tmp_path / f"t{suffix}").read_bytes()
+    assert not raw.startswith(b"\xef\xbb\xbf")

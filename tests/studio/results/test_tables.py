@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import numpy as np
 import pandas as pd
@@ -107,3 +109,61 @@ def test_instruction_following_table_and_plot(tmp_path: Path) -> None:
 def test_safety_plot_is_a_png(tmp_path: Path) -> None:
     path = plot_safety(table3(safety_answers(), scores()), tmp_path / "safety.png")
     assert path.read_bytes()[:8] == PNG_MAGIC
+
+
+#: Model names as runs name them (long, hyphenated) and as an attacker might (matplotlib mathtext, an unknown command).
+LONG_MODELS = [
+    "Qwen2.5-72B-Instruct",
+    "Llama-3.1-70B-Instruct",
+    "gpt-4o-2024-08-06",
+    "DeepSeek-V3",
+    "Mistral-Large-Instruct-2411",
+    "internlm2_5-20b-chat",
+    r"$\frac{a}{b}$ bot $\undefinedcmd$",
+    "Yi-1.5-34B-Chat",
+]
+
+
+def drawn_figure(draw: Any) -> Any:
+    """Run ``draw()`` with the figure kept open afterwards; return that figure (drawn, with its renderer)."""
+    import matplotlib.pyplot as plt
+
+    with mock.patch.object(plt, "close"):
+        draw()
+    figure = plt.gcf()
+    figure.canvas.draw()
+    return figure
+
+
+def overlapping(boxes: list[Any]) -> list[tuple[int, int]]:
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes)) if boxes[i].overlaps(boxes[j])]
+
+
+@pytest.mark.parametrize("count", [3, 8])
+def test_fig7_tick_labels_never_overlap_and_hostile_names_are_drawn_literally(tmp_path: Path, count: int) -> None:
+    import matplotlib.pyplot as plt
+
+    rng = np.random.default_rng(0)
+    table = pd.DataFrame(rng.uniform(1, 5, (count, 4)), index=LONG_MODELS[-count:], columns=list(INSTRUCTION_KINDS))
+    figure = drawn_figure(lambda: plot_instruction_following(table, tmp_path / "fig7.png"))
+    try:
+        renderer = figure.canvas.get_renderer()
+        labels = figure.axes[0].get_xticklabels()
+        assert overlapping([label.get_window_extent(renderer) for label in labels]) == []
+        legend = figure.axes[0].get_legend().get_window_extent(renderer)
+        assert not any(legend.overlaps(bar.get_window_extent(renderer)) for bar in figure.axes[0].patches)
+        drawn = [label.get_text().replace("\n", " ").replace(r"\$", "$") for label in labels]
+        assert r"$\frac{a}{b}$ bot $\undefinedcmd$" in drawn  # literal: neither a fraction nor a parse error
+    finally:
+        plt.close(figure)
+    assert (tmp_path / "fig7.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_distribution_and_safety_plots_draw_mathtext_model_names_literally(tmp_path: Path) -> None:
+    from studio.results.figures import plot_score_distribution
+
+    hostile = r"$\alpha$-bot $\undefinedcmd$"
+    frame = pd.DataFrame({"model": hostile, "bin_left": [0.0, 0.5], "bin_right": [0.5, 1.0], "count": [3, 1]})
+    assert plot_score_distribution(frame, tmp_path / "d.png").read_bytes()[:8] == PNG_MAGIC
+    rows = table3(safety_answers().assign(model=hostile), scores().assign(model=hostile), by_model=True)
+    assert plot_safety(rows, tmp_path / "s.png").read_bytes()[:8] == PNG_MAGIC

@@ -1,0 +1,204 @@
+"""How far the evaluation has come and how far its scores can be trusted: judge-vs-human calibration, progress per
+campaign and annotator, and score distributions. Read-only; who may read them is ``studio.policies.ResultsPolicy``,
+checked by ``studio.usecases.research``.
+
+Scores are read for one variant, one score signature and one judge, as the leaderboard reads them: two of one kind
+never mix in one figure (``pipeline.leaderboard.select_rows``' rule). "Complete" items are those
+``studio.results.aggregate.complete_answers`` counts — the rule aggregation, Table 3 and Fig. 7 use.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from sqlalchemy import func, select
+from sqlmodel import Session, col
+
+from pipeline.leaderboard import awaiting_adjudication
+from studio.models import Answer, Campaign, Item, User
+from studio.results.aggregate import completion_quota
+from studio.results.calibration import Calibration, judge_human_calibration
+from studio.results.store_views import score_frame
+from studio.services.errors import InvalidInput
+from studio.services.queue import campaign_schema
+from studio.services.research import choose_rows, mask_awaiting_adjudication, with_judge_labels
+
+#: Score columns a distribution can be drawn of, with their range.
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    **dict.fromkeys(("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S"), (0.0, 1.0)),
+    **dict.fromkeys(("J_judge", "J", "J_human", "J_final"), (0.0, 5.0)),
+}
+#: Metrics that come from the judge (a distribution of one of them is drawn for one judge).
+JUDGE_METRICS: frozenset[str] = frozenset({"J_judge", "J", "J_human", "J_final"})
+#: What :func:`calibration` loads per score row.
+CALIBRATION_COLUMNS: tuple[str, ...] = (
+    "scenario_id",
+    "model",
+    "variant",
+    "subtask",
+    "J_judge",
+    "J_human",
+    "needs_adjudication",
+    "signature",
+    "judge_model",
+    "judge_prompt_version",
+)
+#: The paired rows :func:`calibration` returns.
+PAIR_COLUMNS: list[str] = ["scenario_id", "model", "variant", "subtask", "J_judge", "J_human"]
+
+
+def one_scoring(rows: pd.DataFrame, *, signature: str | None, judge: str | None) -> pd.DataFrame:
+    """``rows`` (with signature and judge columns) of one score signature and one judge
+    (``studio.services.research.choose_rows``); variants are left alone (the caller filters them)."""
+    return rows.loc[choose_rows(rows.assign(variant=None), signature=signature, judge=judge).index]
+
+
+@dataclass(frozen=True)
+class CalibrationView:
+    """Judge vs human for one variant, signature and judge: the statistics over the items scored by both, those
+    paired rows (:data:`PAIR_COLUMNS`), and the counts that say why there are so few: items the experts adjudicated,
+    adjudicated items without a judge score, and flagged items still awaiting adjudication."""
+
+    statistics: Calibration
+    rows: pd.DataFrame
+    adjudicated: int
+    adjudicated_without_judge: int
+    awaiting: int
+
+
+def calibration(
+    session: Session, *, variant: str | None = None, signature: str | None = None, judge: str | None = None
+) -> CalibrationView:
+    """Judge vs human on adjudicated items (both J_judge and J_human present) of ``variant`` (all when None), one
+    score signature and one judge (:func:`one_scoring`)."""
+    rows = one_scoring(
+        with_judge_labels(score_frame(session, variant=variant, columns=CALIBRATION_COLUMNS)),
+        signature=signature,
+        judge=judge,
+    )
+    both = rows.dropna(subset=["J_judge", "J_human"]).loc[:, PAIR_COLUMNS].reset_index(drop=True)
+    adjudicated = rows["J_human"].notna()
+    return CalibrationView(
+        statistics=judge_human_calibration(both),
+        rows=both,
+        adjudicated=int(adjudicated.sum()),
+        adjudicated_without_judge=int((adjudicated & rows["J_judge"].isna()).sum()),
+        awaiting=int(awaiting_adjudication(rows).sum()),
+    )
+
+
+def complete_items(session: Session, campaign: Campaign) -> int:
+    """How many of ``campaign``'s items are complete, as ``studio.results.aggregate.complete_answers`` counts them:
+    answered by its quota (:func:`~studio.results.aggregate.completion_quota`), or answered at all once closed."""
+    schema = campaign_schema(campaign)
+    quota = completion_quota(
+        schema.aggregation, people_per_item=campaign.people_per_item, min_people_per_item=schema.min_people_per_item
+    )
+    needed = 1 if campaign.status == "closed" else quota
+    query = select(func.count(col(Item.id))).where(
+        col(Item.campaign_id) == campaign.id, col(Item.answer_count) >= needed
+    )
+    return int(session.execute(query).scalar_one())
+
+
+def _campaign_progress(session: Session) -> pd.DataFrame:
+    """One row per campaign: its schema, status, people per item, the answers needed for an item to be complete,
+    answers, items and complete items (:func:`complete_items`)."""
+    rows = []
+    for campaign in session.execute(select(Campaign).order_by(col(Campaign.name))).scalars():
+        schema = campaign_schema(campaign)
+        totals = session.execute(
+            select(func.count(col(Item.id)), func.coalesce(func.sum(col(Item.answer_count)), 0)).where(
+                col(Item.campaign_id) == campaign.id
+            )
+        ).one()
+        rows.append(
+            {
+                "campaign": campaign.name,
+                "schema": campaign.schema_name,
+                "status": campaign.status,
+                "people_per_item": campaign.people_per_item,
+                "complete_at": completion_quota(
+                    schema.aggregation,
+                    people_per_item=campaign.people_per_item,
+                    min_people_per_item=schema.min_people_per_item,
+                ),
+                "answers": int(totals[1]),
+                "items": int(totals[0]),
+                "complete_items": complete_items(session, campaign),
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def progress(session: Session) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Progress per campaign (answers, items, complete items and the answers an item needs to be complete) and per
+    annotator per campaign (answers, median seconds per item — the client's report, else the server's measure —
+    and the last answer's time)."""
+    query = (
+        select(
+            col(Campaign.name),
+            col(User.username),
+            col(User.role),
+            col(Answer.seconds_spent),
+            col(Answer.server_seconds),
+            col(Answer.created_at),
+        )
+        .join(Campaign, col(Campaign.id) == col(Answer.campaign_id))
+        .join(User, col(User.id) == col(Answer.user_id))
+    )
+    answers = pd.DataFrame(
+        session.execute(query).all(), columns=["campaign", "annotator", "role", "seconds", "server_seconds", "at"]
+    )
+    answers["seconds"] = pd.to_numeric(answers["seconds"]).fillna(pd.to_numeric(answers["server_seconds"]))
+    people = (
+        answers.groupby(["campaign", "annotator", "role"], sort=True)
+        .agg(answers=("seconds", "size"), median_seconds=("seconds", "median"), last_answer=("at", "max"))
+        .reset_index()
+    )
+    return _campaign_progress(session), people
+
+
+def _distribution_rows(
+    session: Session, *, metric: str, variant: str | None, signature: str | None, judge: str | None
+) -> pd.DataFrame:
+    """The scored rows of ``metric`` for one variant (all when None), one signature and — for a judge metric — one
+    judge; J_final blanked on items awaiting adjudication (they have no final score yet)."""
+    base = ("model", "subtask", "signature", "judge_model", "judge_prompt_version")
+    extra = ("needs_adjudication", "J_human", "J_final") if metric == "J_final" else (metric,)
+    rows = with_judge_labels(score_frame(session, variant=variant, columns=(*base, *extra), present=(metric,)))
+    if metric == "J_final":
+        rows = mask_awaiting_adjudication(rows)
+    if metric not in JUDGE_METRICS:
+        rows = rows.assign(judge=None)  # the judge does not change BLEU, ROUGE, SS or S
+    return one_scoring(rows, signature=signature, judge=judge if metric in JUDGE_METRICS else None)
+
+
+def score_distribution(
+    session: Session,
+    *,
+    metric: str = "S",
+    bins: int = 20,
+    variant: str | None = None,
+    signature: str | None = None,
+    judge: str | None = None,
+) -> pd.DataFrame:
+    """Histogram of one score per model (columns model, bin_left, bin_right, count) over the metric's range, for one
+    variant (all when None), one score signature and, for J_judge, J, J_human and J_final, one judge."""
+    if metric not in METRIC_RANGES:
+        raise InvalidInput(f"metric: {metric!r} is not one of {', '.join(METRIC_RANGES)}")
+    if not 1 <= bins <= 200:
+        raise InvalidInput("bins: must be 1-200")
+    rows = _distribution_rows(session, metric=metric, variant=variant, signature=signature, judge=judge)
+    edges = np.linspace(*METRIC_RANGES[metric], bins + 1)
+    parts = []
+    for model, group in rows.groupby("model", sort=True):
+        counts, _ = np.histogram(group[metric].dropna(), bins=edges)
+        parts.append(pd.DataFrame({"model": model, "bin_left": edges[:-1], "bin_right": edges[1:], "count": counts}))
+    return (
+        pd.concat(parts, ignore_index=True)
+        if parts
+        else pd.DataFrame(columns=["model", "bin_left", "bin_right", "count"])
+    )

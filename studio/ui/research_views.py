@@ -1,0 +1,271 @@
+"""How the Research tab shows results: display tables (formatted numbers, coverage per cell, readable headers) and
+notes that say what a table was computed for, which pickers it uses, and why it is partial or empty.
+
+Pure functions, no Gradio. Table cells are plain strings, shown as text by the page's tables; notes are HTML built
+from fixed markup with every piece of data (model, campaign, signature and judge names) escaped by
+``studio.ui.render.escape_text``, so nothing from the data becomes a link, a form or a template.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import pandas as pd
+
+from pipeline.leaderboard import COLUMNS
+from studio.services.research import LeaderboardView
+from studio.services.research_quality import CalibrationView
+from studio.ui.render import escape_text
+
+#: The pickers above the sub-tabs, by the names the use cases take, with their labels on the page.
+PICKER_LABELS: dict[str, str] = {"variant": "Variant", "signature": "Score signature", "judge": "Judge"}
+#: Per sub-tab: the pickers it applies, and why it ignores the others.
+TAB_PICKERS: dict[str, tuple[tuple[str, ...], str]] = {
+    "leaderboard": (("variant", "signature", "judge"), ""),
+    "safety": (("signature",), "Table 3 compares the two variants side by side and has no judge score"),
+    "instruction": (("variant",), "the ratings are people's, not automatic or judge scores"),
+    "agreement": ((), "agreement is among the people who answered the campaign chosen here"),
+    "calibration": (("variant", "signature", "judge"), ""),
+    "progress": ((), "progress counts answers and items, not scores"),
+    "distribution": (("variant", "signature", "judge"), ""),
+}
+#: What "complete" means on every page (``studio.results.aggregate.complete_answers``).
+COMPLETE_RULE = (
+    "An item is complete when it has the answers its campaign needs (complete_at: every planned person for a crowd "
+    "vote or expert review, the workflow's minimum for the others), or any answer once the campaign is closed. "
+    "Only complete items count in aggregation, Table 3 and Fig. 7."
+)
+#: Table 3's columns as the page heads them.
+TABLE3_HEADERS: dict[str, str] = {
+    "variant": "Variant",
+    "model": "Model",
+    "responses": "n (rated responses)",
+    "safety": "Mean safety (1–5)",
+    "violation_rate": "Violation rate",
+    "BLEU-4": "BLEU-4",
+    "ROUGE-L": "ROUGE-L",
+    "SS": "SS",
+}
+#: How a note looks, by kind (fixed inline styles: the page's stylesheet belongs to ``studio.ui.app``).
+NOTE_STYLES: dict[str, str] = {
+    "info": "padding: 4px 8px; color: #334155",
+    "warning": "padding: 4px 8px; color: #334155; border-left: 4px solid #d97706; background: #fffbeb",
+}
+#: The mark on a leaderboard column where some model's items are pending.
+PARTIAL_MARK = " *"
+
+
+def _missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))
+
+
+def number(value: Any, places: int = 2) -> str:
+    """``value`` with ``places`` decimals; empty for a missing value."""
+    return "" if _missing(value) else f"{float(value):.{places}f}"
+
+
+def percent(value: Any) -> str:
+    """A share in [0, 1] as a percentage with one decimal (``0.6667`` → ``66.7%``); empty when missing."""
+    return "" if _missing(value) else f"{100 * float(value):.1f}%"
+
+
+def note_html(lines: Iterable[str], *, kind: str = "info") -> str:
+    """``lines`` (plain text, data included) as an escaped note: one paragraph per line."""
+    style = NOTE_STYLES.get(kind, NOTE_STYLES["info"])
+    body = "".join(f'<p style="margin: 2px 0">{escape_text(line)}</p>' for line in lines if line)
+    return f'<div class="h2h-note h2h-note-{"warning" if kind == "warning" else "info"}" style="{style}">{body}</div>'
+
+
+def picker_note(tab: str) -> str:
+    """The line under a sub-tab's title: which of the pickers above it applies, which it ignores and why."""
+    uses, why = TAB_PICKERS[tab]
+    ignored = [PICKER_LABELS[name] for name in PICKER_LABELS if name not in uses]
+    parts = []
+    if uses:
+        parts.append("Uses the pickers above: " + ", ".join(PICKER_LABELS[name] for name in uses) + ".")
+    if ignored:
+        parts.append(f"Ignores {', '.join(ignored)}: {why}." if why else f"Ignores {', '.join(ignored)}.")
+    if tab == "distribution":
+        parts.append("The judge applies to J_judge, J, J_human and J_final only.")
+    return note_html([" ".join(parts)])
+
+
+def applied_line(choices: Mapping[str, Any], names: Iterable[str]) -> str:
+    """E.g. ``Computed for variant with_sap · score signature … · judge …`` for the pickers ``names``."""
+    shown = [f"{PICKER_LABELS[name].lower()} {choices.get(name) or '(none)'}" for name in names]
+    return "Computed for " + " · ".join(shown) + "." if shown else ""
+
+
+def display_header(column: str) -> str:
+    """A leaderboard column as the page heads it: words apart, so a narrow column wraps (``itinerary_avg`` →
+    ``itinerary avg``)."""
+    return column.replace("_", " ")
+
+
+def column_widths(frame: pd.DataFrame, *, char_px: int = 9, padding_px: int = 28, max_chars: int = 28) -> list[str]:
+    """Pixel widths that fit each column's longest cell and its header's longest word, so a wrapping table breaks
+    headers between words, never inside one; a column of long text (a long model name) stops at ``max_chars`` and
+    wraps. The table scrolls sideways when the columns do not all fit."""
+    widths = []
+    for column in frame.columns:
+        longest = max([len(word) for word in str(column).split()] + [len(str(cell)) for cell in frame[column]])
+        widths.append(f"{min(longest, max_chars) * char_px + padding_px}px")
+    return widths
+
+
+def coverage_cell(value: Any, counted: int, pending: int) -> str:
+    """A leaderboard cell: the mean with two decimals, and ``(counted/total)`` when items are pending; ``–`` for a
+    cell whose items are all pending; empty for a cell with no items."""
+    total = counted + pending
+    if total == 0:
+        return ""
+    shown = "–" if counted == 0 or _missing(value) else number(value)
+    return shown if pending == 0 else f"{shown} ({counted}/{total})"
+
+
+def _pending_text(reasons: Mapping[str, int]) -> str:
+    parts = []
+    if reasons.get("awaiting_adjudication"):
+        parts.append(f"{reasons['awaiting_adjudication']} awaiting adjudication")
+    if reasons.get("unscored"):
+        parts.append(f"{reasons['unscored']} unscored")
+    return ", ".join(parts) or "none"
+
+
+def leaderboard_display(view: LeaderboardView) -> pd.DataFrame:
+    """Table 2 as the page shows it: a cell per model and column with its coverage (:func:`coverage_cell`),
+    columns where some model's items are pending marked with :data:`PARTIAL_MARK`, columns without any item (a
+    subtask or dimension the run does not cover) left out, and a ``pending`` column per model (how many items await
+    adjudication or are unscored)."""
+    table, counted, pending = (
+        frame.set_index("model") for frame in (view.board.table, view.board.counted, view.board.pending)
+    )
+    reasons = view.pending_reasons
+    shown: dict[str, list[str]] = {"model": [str(model) for model in table.index]}
+    for column in COLUMNS[1:]:
+        if int((counted[column] + pending[column]).sum()) == 0:  # no model has an item here
+            continue
+        header = display_header(column) + (PARTIAL_MARK if int(pending[column].sum()) else "")
+        shown[header] = [
+            coverage_cell(table.at[model, column], int(counted.at[model, column]), int(pending.at[model, column]))
+            for model in table.index
+        ]
+    shown["pending"] = [_pending_text(reasons.get(str(model), {})) for model in table.index]
+    return pd.DataFrame(shown)
+
+
+def leaderboard_note(view: LeaderboardView) -> str:
+    """What the leaderboard was computed for, what it is sorted by, and which cells leave pending items out."""
+    lines = [applied_line(view.applied, PICKER_LABELS)]
+    lines.append("Sorted by overall — each model's mean over its own counted items — best first.")
+    reasons = view.pending_reasons
+    awaiting = sum(reason["awaiting_adjudication"] for reason in reasons.values())
+    unscored = sum(reason["unscored"] for reason in reasons.values())
+    if not reasons:
+        lines.append(f"Every item is counted; {view.adjudicated} adjudicated by experts.")
+        return note_html(lines)
+    partial = [column for column in COLUMNS[1:] if int(view.board.pending[column].sum())]
+    lines += [
+        f"{awaiting + unscored} item(s) pending, left out of every mean: {awaiting} awaiting adjudication "
+        f"(flagged: J < 3.5 or no judge score; experts score them in an adjudication campaign, then Aggregate "
+        f"writes J_final) and {unscored} unscored (no S, or no J_final on itinerary I–III). "
+        f"{view.adjudicated} adjudicated.",
+        f"Partial cells show (counted/total). Columns marked *: {', '.join(map(display_header, partial))}.",
+        f"Not like for like: {len(reasons)} of {len(view.board.table)} model(s) have pending items, so their partial "
+        "cells and their overall average other, fewer items than a full cell — do not rank them against full ones "
+        "on those columns.",
+    ]
+    return note_html(lines, kind="warning")
+
+
+def table3_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """Table 3 as the page shows it: readable headers (:data:`TABLE3_HEADERS`), n per row, mean safety and the
+    metrics with two decimals, the violation rate as a percentage."""
+    formats = {"responses": lambda v: str(int(v)), "safety": number, "violation_rate": percent}
+    shown = {
+        TABLE3_HEADERS.get(column, column): [formats.get(column, number)(value) for value in frame[column]]
+        if column not in ("variant", "model")
+        else [str(value) for value in frame[column]]
+        for column in frame.columns
+    }
+    return pd.DataFrame(shown)
+
+
+def table3_note(choices: Mapping[str, Any]) -> str:
+    """How Table 3 was computed."""
+    campaign = choices.get("safety_campaign") or "all sap_safety campaigns"
+    return note_html(
+        [
+            applied_line(choices, ("signature",)) + f" Campaign: {campaign}.",
+            "Per response: mean safety of its raters, and a violation when most raters say so (a tie counts as "
+            "one); each row averages its responses. BLEU-4, ROUGE-L and SS are ×100, over the same responses.",
+            COMPLETE_RULE,
+        ]
+    )
+
+
+def instruction_display(frame: pd.DataFrame) -> pd.DataFrame:
+    """Fig. 7's table with two decimals (empty where a model was never rated on a kind)."""
+    return pd.DataFrame(
+        {str(column): [str(v) if column == "model" else number(v) for v in frame[column]] for column in frame.columns}
+    )
+
+
+def instruction_note(choices: Mapping[str, Any]) -> str:
+    """How Fig. 7 was computed."""
+    campaign = choices.get("instruction_campaign") or "all instruction_following campaigns"
+    return note_html(
+        [
+            applied_line(choices, ("variant",)) + f" Campaign: {campaign}.",
+            "Mean need-recognised rating (1–5) per model and request kind; each response's ratings are averaged first.",
+            COMPLETE_RULE,
+        ]
+    )
+
+
+def calibration_display(view: CalibrationView) -> pd.DataFrame:
+    """The calibration statistics as one formatted row."""
+    stats = view.statistics
+    return pd.DataFrame(
+        [
+            {
+                "n (items with both)": str(stats.n),
+                "Spearman ρ": number(stats.spearman_rho, 3),
+                "p (ρ)": number(stats.spearman_p, 4),
+                "Kendall τ": number(stats.kendall_tau, 3),
+                "p (τ)": number(stats.kendall_p, 4),
+                "mean |J_judge − J_human|": number(stats.mean_abs_diff, 3),
+            }
+        ]
+    )
+
+
+def calibration_note(view: CalibrationView, choices: Mapping[str, Any]) -> str:
+    """What the comparison was computed for, and — when n is 0 or too small — why, and how to get more pairs."""
+    n = view.statistics.n
+    lines = [applied_line(choices, PICKER_LABELS)]
+    if n == 0:
+        lines += [
+            "Nothing to compare yet: no item has both a judge score and an expert score (n = 0).",
+            f"Here {view.adjudicated} item(s) are adjudicated, {view.adjudicated_without_judge} of them without a "
+            f"judge score, and {view.awaiting} flagged item(s) await adjudication.",
+            "To get pairs: experts score flagged itinerary responses in an adjudication campaign (Annotate tab), "
+            "then Aggregate (Curate tab, or h2h aggregate) writes their J_human.",
+        ]
+        return note_html(lines, kind="warning")
+    if view.statistics.spearman_rho is None:
+        lines.append(
+            f"n = {n}: correlations need at least 3 items whose scores differ; only the mean difference is shown."
+        )
+    else:
+        lines.append(f"n = {n} item(s) scored by both the judge and the experts.")
+    if view.awaiting:
+        lines.append(f"{view.awaiting} flagged item(s) still await adjudication.")
+    return note_html(lines)
+
+
+def progress_note() -> str:
+    """What the progress tables count."""
+    return note_html([COMPLETE_RULE, "Median seconds: the time the page reported per item, else the server's."])
