@@ -148,7 +148,7 @@ def with_judge_labels(rows: pd.DataFrame) -> pd.DataFrame:
             judged.tolist(), rows["judge_model"].tolist(), rows["judge_prompt_version"].tolist(), strict=True
         )
     ]
-    return rows.assign(judge=labels)
+    return rows.assign(judge=pd.Series(labels, index=rows.index, dtype=object))
 
 
 def score_choices(session: Session) -> ScoreChoices:

@@ -16,6 +16,8 @@ notes are escaped HTML (``studio.ui.research_views``), figures draw labels liter
 from collections.abc import Callable
 from typing import Any
 
+import pandas as pd
+
 from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.services.research_quality import METRIC_RANGES
 from studio.ui import research_views as views
@@ -197,7 +199,8 @@ class ResearchTab:
             ),
         ]
         for button, compute, outputs in events:
-            button.click(self._handler(compute), inputs=set(self._params()), outputs=outputs, api_visibility="private")
+            handler = self._handler(compute, outputs)
+            button.click(handler, inputs=set(self._params()), outputs=outputs, api_visibility="private")
         for name, (fmt, button, file) in self.downloads.items():
             inputs = {fmt, *self._params()}
             button.click(self._on_export(name, fmt), inputs=inputs, outputs=[file], api_visibility="private")
@@ -205,11 +208,8 @@ class ResearchTab:
     @staticmethod
     def _leaderboard(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         scoring = {name: values[name] for name in views.PICKER_LABELS}
-        import gradio as gr
-
         view = research.leaderboard(session, caller=caller, **scoring)
-        shown = views.leaderboard_display(view)
-        return [views.leaderboard_note(view), gr.Dataframe(value=shown, column_widths=views.column_widths(shown))]
+        return [views.leaderboard_note(view), _sized(views.leaderboard_display(view))]
 
     @staticmethod
     def _safety(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
@@ -220,7 +220,7 @@ class ResearchTab:
             by_model=bool(values["by_model"]),
             signature=values["signature"],
         )
-        return [views.table3_note(values), views.table3_display(frame)]
+        return [views.table3_note(values), _sized(views.table3_display(frame))]
 
     @staticmethod
     def _instruction(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
@@ -230,7 +230,7 @@ class ResearchTab:
             session, caller=caller, campaign=values["instruction_campaign"], variant=values["variant"]
         )
         plot = plot_instruction_following(frame.set_index("model"), new_download_dir() / "instruction_following.png")
-        return [views.instruction_note(values), views.instruction_display(frame), str(plot)]
+        return [views.instruction_note(values), _sized(views.instruction_display(frame)), str(plot)]
 
     @staticmethod
     def _agreement(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
@@ -265,16 +265,26 @@ class ResearchTab:
         plot = plot_score_distribution(frame, new_download_dir() / f"distribution-{metric}.png", metric=metric)
         return [views.note_html([views.applied_line(values, views.PICKER_LABELS)]), str(plot), display_frame(frame)]
 
-    def _handler(self, compute: Compute) -> Any:
+    def _handler(self, compute: Compute, outputs: list[Any]) -> Any:
         """Wrap ``compute(session, caller, page values)`` as an event handler whose inputs are :meth:`_params` as a
-        set (Gradio then passes one dict, component → value). Every compute fills two or more outputs, so its list of
-        values is never taken for one output's value."""
+        set (Gradio then passes one dict, component → value). Every compute fills two or more outputs (the note
+        first), so its list of values is never taken for one output's value. When the choices give nothing to show
+        (no such campaign or signature, no answers yet), the note says so and the other outputs are emptied — no
+        error overlay over the tab; a refusal (not signed in, a role that may not read results) is an error."""
         import gradio as gr
+
+        from studio.services.errors import InvalidInput, NotFound
+
+        emptied = [_empty_value(component) for component in outputs[1:]]
 
         def on_click(data: dict[Any, Any], request: gr.Request) -> list[Any]:
             values = self._choices(data)
             with reading(self.open_context, request) as (session, caller):
-                return compute(session, caller, values)
+                try:
+                    return compute(session, caller, values)
+                except (InvalidInput, NotFound) as problem:
+                    note = views.note_html([f"Nothing to show for these choices: {problem}"], kind="warning")
+                    return [note, *emptied]
 
         return on_click
 
@@ -326,3 +336,21 @@ class ResearchTab:
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""
         return [self.pickers[name] for name in (*views.PICKER_LABELS, *CAMPAIGN_PICKERS)]
+
+
+def _sized(shown: Any) -> Any:
+    """A formatted table for a wrapping ``gr.Dataframe``, with column widths that fit its content
+    (``research_views.column_widths``): headers wrap between words, long model names wrap inside their column."""
+    import gradio as gr
+
+    return gr.Dataframe(value=shown, column_widths=views.column_widths(shown))
+
+
+def _empty_value(component: Any) -> Any:
+    """What an output shows when there is nothing to show: a table with no rows and no header (not Gradio's
+    placeholder headers "1", "2", "3"), no figure."""
+    import gradio as gr
+
+    if isinstance(component, gr.Dataframe):
+        return pd.DataFrame(columns=[""])
+    return gr.update(value=None)

@@ -104,11 +104,13 @@ def display_header(column: str) -> str:
     return column.replace("_", " ")
 
 
-def column_widths(frame: pd.DataFrame, *, char_px: int = 9, padding_px: int = 28, max_chars: int = 28) -> list[str]:
+def column_widths(
+    frame: pd.DataFrame, *, char_px: int = 9, padding_px: int = 28, max_chars: int = 28
+) -> list[str | int]:
     """Pixel widths that fit each column's longest cell and its header's longest word, so a wrapping table breaks
     headers between words, never inside one; a column of long text (a long model name) stops at ``max_chars`` and
     wraps. The table scrolls sideways when the columns do not all fit."""
-    widths = []
+    widths: list[str | int] = []
     for column in frame.columns:
         longest = max([len(word) for word in str(column).split()] + [len(str(cell)) for cell in frame[column]])
         widths.append(f"{min(longest, max_chars) * char_px + padding_px}px")
@@ -148,10 +150,9 @@ def leaderboard_display(view: LeaderboardView) -> pd.DataFrame:
         if int((counted[column] + pending[column]).sum()) == 0:  # no model has an item here
             continue
         header = display_header(column) + (PARTIAL_MARK if int(pending[column].sum()) else "")
-        shown[header] = [
-            coverage_cell(table.at[model, column], int(counted.at[model, column]), int(pending.at[model, column]))
-            for model in table.index
-        ]
+        values, n_counted, n_pending = (table[column], counted[column].astype(int), pending[column].astype(int))
+        cells = zip(values.tolist(), n_counted.tolist(), n_pending.tolist(), strict=True)
+        shown[header] = [coverage_cell(value, done, waiting) for value, done, waiting in cells]
     shown["pending"] = [_pending_text(reasons.get(str(model), {})) for model in table.index]
     return pd.DataFrame(shown)
 

@@ -21,6 +21,7 @@ from typing import Any
 import httpx
 import pytest
 from click.testing import CliRunner
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 from sqlmodel import select
 
 from studio.db import create_db_engine, read_session
@@ -110,6 +111,16 @@ def compute(page: Any, button: str, note: str, text: str) -> str:
     return note_text
 
 
+def wait_for_rows(page: Any, elem_id: str, text: str) -> None:
+    """Wait until the table ``#elem_id`` shows a row containing ``text``."""
+    page.wait_for_function(
+        "([selector, text]) => Array.from(document.querySelectorAll(selector + ' [role=row]'))"
+        ".some((row) => row.innerText.includes(text))",
+        arg=[f"#{elem_id}", text],
+        timeout=UI_WAIT_MS,
+    )
+
+
 def choose(page: Any, elem_id: str, option: str) -> None:
     """Pick ``option`` in the dropdown ``#elem_id`` (options are matched on their exact text)."""
     page.click(f"#{elem_id} input")
@@ -163,8 +174,9 @@ def test_the_leaderboard_shows_coverage_per_cell_and_never_ranks_partial_columns
     researcher: Any, served: Served
 ) -> None:
     page = researcher
-    assert "Uses the pickers above: Variant, Score signature, Judge." in page.inner_text("#h2h-leaderboard-pickers")
-    note = compute(page, "h2h-leaderboard-button", "h2h-leaderboard-note", "Sorted by overall")
+    page.click("#h2h-leaderboard-button")
+    wait_for_rows(page, "h2h-leaderboard", FORM)
+    assert_inert(page)  # a Markdown caption naming the models made PHISH a link and FORM a form
     header, *rows = cells(page, "h2h-leaderboard")
     assert header[0] == "model" and header[-1] == "pending"
     assert {"dialogue base", "dialogue emotion", "itinerary advanced *", "itinerary avg *", "overall *"} <= set(header)
@@ -178,10 +190,13 @@ def test_the_leaderboard_shows_coverage_per_cell_and_never_ranks_partial_columns
     assert by_model[PHISH]["overall *"].endswith("(10/16)") and re.fullmatch(r"\d+\.\d\d", by_model[FULL]["overall *"])
     assert by_model[PHISH]["pending"] == "6 awaiting adjudication" and by_model[FULL]["pending"] == "none"
     assert [row[0] for row in rows][0] == FULL  # sorted by overall, as the note says
+    note = page.inner_text("#h2h-leaderboard-note")
+    assert "Sorted by overall" in note
     assert "20 item(s) pending, left out of every mean: 20 awaiting adjudication" in note
     assert "Not like for like: 3 of 4 model(s) have pending items" in note
     assert "Columns marked *: itinerary advanced, itinerary avg, overall." in note
     assert MAIN_SIGNATURE.label() in note  # the hostile signature label, as text
+    assert "Uses the pickers above: Variant, Score signature, Judge." in page.inner_text("#h2h-leaderboard-pickers")
     assert_inert(page)
     save_screenshot(page, "research-researcher-leaderboard")
 
@@ -191,15 +206,18 @@ def test_table3_is_a_table_of_cells_equal_to_h2h_export_sap(researcher: Any, ser
 
     page = researcher
     open_tab(page, "SAP safety")
-    assert "Ignores Variant, Judge" in page.inner_text("#h2h-safety-pickers")
-    compute(page, "h2h-safety-button", "h2h-safety-note", "Campaign: all sap_safety campaigns")
-    shown = cells(page, "h2h-safety")
+    page.click("#h2h-safety-button")
+    page.wait_for_function("() => document.querySelectorAll('#h2h-safety [role=row]').length > 1", timeout=UI_WAIT_MS)
+    shown = cells(page, "h2h-safety")  # the garbled page: one header "1", the whole table as text in one cell
+    assert shown[0] == TABLE3_HEADERS
     exported = tmp_path / "table3.csv"
     args = ["export", "sap", "--db", served.store.database_url, "--signature", MAIN_SIGNATURE.label(), "-o"]
     result = CliRunner().invoke(build_cli(), [*args, str(exported)])
     assert result.exit_code == 0, result.output
     assert shown == [TABLE3_HEADERS, *table3_rows(exported, ["variant"])]
     assert [row[:2] for row in shown[1:]] == [["with_sap", "8"], ["without_sap", "8"]]
+    assert "Campaign: all sap_safety campaigns" in page.inner_text("#h2h-safety-note")
+    assert "Ignores Variant, Judge" in page.inner_text("#h2h-safety-pickers")
     save_screenshot(page, "research-researcher-table3")
 
     page.check("#h2h-safety-by-model input")
@@ -235,8 +253,16 @@ def table3_rows(path: Path, keys: list[str]) -> list[list[str]]:
 def test_fig7_and_distributions_draw_hostile_names_literally_and_follow_the_variant(researcher: Any) -> None:
     page = researcher
     open_tab(page, "Instruction following")
+    page.click("#h2h-if-button")
+    try:  # a mathtext model name ($...$ with an unknown command) made the whole figure fail
+        page.wait_for_function(
+            "() => (document.querySelector('#h2h-if-plot img') || {naturalWidth: 0}).naturalWidth > 0",
+            timeout=UI_WAIT_MS,
+        )
+    except PlaywrightTimeout:
+        pytest.fail(f"Fig. 7 was not drawn; the page shows: {page.inner_text('#h2h-research-if-tab')[:300]!r}")
+    assert "Computed for variant with_sap." in page.inner_text("#h2h-if-note")
     assert "Uses the pickers above: Variant." in page.inner_text("#h2h-if-pickers")
-    compute(page, "h2h-if-button", "h2h-if-note", "Computed for variant with_sap.")
     header, *rows = cells(page, "h2h-if")
     assert header == ["model", "explicit", "implicit_help", "ambiguous", "context_aware"]
     assert sorted(row[0] for row in rows) == sorted(MODELS) and {cell for row in rows for cell in row[1:]} == {"5.00"}
@@ -299,14 +325,17 @@ def test_agreement_and_progress_count_complete_items_by_the_one_rule(researcher:
     save_screenshot(page, "research-researcher-progress")
 
 
-def test_pickers_apply_where_the_subtab_says_and_a_toast_quoting_data_is_text(researcher: Any) -> None:
+def test_pickers_apply_where_the_subtab_says_and_messages_quoting_data_are_text(researcher: Any) -> None:
     page = researcher
     choose(page, "h2h-research-signature", OTHER_SIGNATURE.label())
     open_tab(page, "Leaderboard")
     compute(page, "h2h-leaderboard-button", "h2h-leaderboard-note", "emb=other-embedder")
     assert [row[0] for row in cells(page, "h2h-leaderboard")[1:]] == [FULL]  # only the response of that signature
     open_tab(page, "SAP safety")
-    page.click("#h2h-safety-button")  # the rated responses have no score of that signature: refused, naming theirs
+    note = compute(page, "h2h-safety-button", "h2h-safety-note", "Nothing to show for these choices")
+    assert f"present: {MAIN_SIGNATURE.label()}" in note  # the rated responses have no score of that signature
+    assert cells(page, "h2h-safety") == [[""]]  # no stale table under a note about other choices, no "1 2 3"
+    page.click("#h2h-export-table3")  # the download is refused the same way, in a toast
     toast = page.locator("[data-testid='toast-body']").last
     toast.wait_for(timeout=UI_WAIT_MS)
     assert f"present: {MAIN_SIGNATURE.label()}" in toast.inner_text()  # the <a> in the label shown as text

@@ -111,7 +111,7 @@ def test_safety_plot_is_a_png(tmp_path: Path) -> None:
     assert path.read_bytes()[:8] == PNG_MAGIC
 
 
-#: Model names as runs name them (long, hyphenated) and as an attacker might (matplotlib mathtext, an unknown command).
+#: Model names as runs name them (long, hyphenated).
 LONG_MODELS = [
     "Qwen2.5-72B-Instruct",
     "Llama-3.1-70B-Instruct",
@@ -119,9 +119,10 @@ LONG_MODELS = [
     "DeepSeek-V3",
     "Mistral-Large-Instruct-2411",
     "internlm2_5-20b-chat",
-    r"$\frac{a}{b}$ bot $\undefinedcmd$",
     "Yi-1.5-34B-Chat",
 ]
+#: A model name in matplotlib mathtext: a fraction, and an unknown command that makes the whole figure fail.
+MATHTEXT_MODEL = r"$\frac{a}{b}$ bot $\undefinedcmd$"
 
 
 def drawn_figure(draw: Any) -> Any:
@@ -139,24 +140,39 @@ def overlapping(boxes: list[Any]) -> list[tuple[int, int]]:
     return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes)) if boxes[i].overlaps(boxes[j])]
 
 
-@pytest.mark.parametrize("count", [3, 8])
-def test_fig7_tick_labels_never_overlap_and_hostile_names_are_drawn_literally(tmp_path: Path, count: int) -> None:
+def fig7_of(models: list[str]) -> pd.DataFrame:
+    rng = np.random.default_rng(0)
+    return pd.DataFrame(rng.uniform(1, 5, (len(models), 4)), index=models, columns=list(INSTRUCTION_KINDS))
+
+
+@pytest.mark.parametrize("count", [2, 3, 7])
+def test_fig7_tick_labels_and_legend_never_overlap(tmp_path: Path, count: int) -> None:
+    """Seven real model names overlapped five times on the old figure (fixed width, no wrapping)."""
     import matplotlib.pyplot as plt
 
-    rng = np.random.default_rng(0)
-    table = pd.DataFrame(rng.uniform(1, 5, (count, 4)), index=LONG_MODELS[-count:], columns=list(INSTRUCTION_KINDS))
-    figure = drawn_figure(lambda: plot_instruction_following(table, tmp_path / "fig7.png"))
+    figure = drawn_figure(lambda: plot_instruction_following(fig7_of(LONG_MODELS[:count]), tmp_path / "fig7.png"))
     try:
         renderer = figure.canvas.get_renderer()
-        labels = figure.axes[0].get_xticklabels()
-        assert overlapping([label.get_window_extent(renderer) for label in labels]) == []
+        assert overlapping([label.get_window_extent(renderer) for label in figure.axes[0].get_xticklabels()]) == []
         legend = figure.axes[0].get_legend().get_window_extent(renderer)
         assert not any(legend.overlaps(bar.get_window_extent(renderer)) for bar in figure.axes[0].patches)
-        drawn = [label.get_text().replace("\n", " ").replace(r"\$", "$") for label in labels]
-        assert r"$\frac{a}{b}$ bot $\undefinedcmd$" in drawn  # literal: neither a fraction nor a parse error
     finally:
         plt.close(figure)
     assert (tmp_path / "fig7.png").read_bytes()[:8] == PNG_MAGIC
+
+
+def test_fig7_draws_a_mathtext_model_name_literally(tmp_path: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    models = ["model-full", MATHTEXT_MODEL]
+    figure = drawn_figure(lambda: plot_instruction_following(fig7_of(models), tmp_path / "fig7.png"))
+    try:
+        labels = figure.axes[0].get_xticklabels()
+        drawn = [label.get_text().replace("\n", " ").replace(r"\$", "$") for label in labels]
+        assert MATHTEXT_MODEL in drawn  # neither a fraction nor a parse error: the name as written
+        assert not any(label.get_text().count("$") - label.get_text().count(r"\$") for label in labels)
+    finally:
+        plt.close(figure)
 
 
 def test_distribution_and_safety_plots_draw_mathtext_model_names_literally(tmp_path: Path) -> None:
