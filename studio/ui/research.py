@@ -67,6 +67,7 @@ class ResearchTab:
         with gr.Tabs():
             self._build_results(gr)
             self._build_quality(gr)
+            self._build_monitoring(gr)
         self._wire()
 
     @staticmethod
@@ -142,6 +143,8 @@ class ResearchTab:
                 label="J_judge vs J_human", type="filepath", interactive=False, elem_id="h2h-calibration-plot"
             )
             self._download_row("calibration")
+
+    def _build_monitoring(self, gr: Any) -> None:
         with gr.Tab("Progress", elem_id="h2h-research-progress-tab"):
             self._picker_note("progress", "h2h-progress")
             self.progress_button = gr.Button("Show progress", variant="primary", elem_id="h2h-progress-button")
