@@ -239,7 +239,7 @@ class ResearchTab:
     def _agreement(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         view = research.agreement(session, caller=caller, campaign=values["campaign"], resamples=DEFAULT_RESAMPLES)
         note = views.note_html([f"Campaign: {values['campaign']}; {DEFAULT_RESAMPLES} bootstrap resamples for α's CI."])
-        return [note, display_frame(view.by_question), display_frame(view.annotators)]
+        return [note, _sized(display_frame(view.by_question)), display_frame(view.annotators)]
 
     @staticmethod
     def _calibration(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
@@ -256,7 +256,7 @@ class ResearchTab:
     @staticmethod
     def _progress(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         campaigns, people = research.progress(session, caller=caller)
-        return [views.progress_note(), display_frame(campaigns), display_frame(people)]
+        return [views.progress_note(), _sized(display_frame(campaigns)), display_frame(people)]
 
     @staticmethod
     def _distribution(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:

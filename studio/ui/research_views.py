@@ -112,7 +112,8 @@ def column_widths(
     wraps. The table scrolls sideways when the columns do not all fit."""
     widths: list[str | int] = []
     for column in frame.columns:
-        longest = max([len(word) for word in str(column).split()] + [len(str(cell)) for cell in frame[column]])
+        cells = [len(str(cell)) for cell in frame[column] if cell is not None]
+        longest = max([len(word) for word in str(column).split()] + cells)
         widths.append(f"{min(longest, max_chars) * char_px + padding_px}px")
     return widths
 
