@@ -19,6 +19,10 @@ answers are read from the database and compared with the acknowledged ones: exit
 lost, doubled or altered, or a retry did not return the stored answer.
 
 Run: ``python benchmarks/bench_load.py [--clients 50] [--seconds 20] [--db postgresql://...]``.
+
+``--faults`` runs the fault run instead (``load_faults.py``): the same clients answer for ``--seconds`` while the
+server is killed and restarted twice and the store is cut twice for ``--outage`` seconds; the report gives the errors
+clients saw by kind and the integrity figures (acknowledged vs stored, lost, doubled).
 """
 
 from __future__ import annotations
@@ -38,10 +42,13 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+from sqlalchemy.engine import make_url
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from load_clients import PhaseResult, login_all, open_clients, run_phase, warm_up  # noqa: E402
+from load_faults import drive_faults, fault_report, store_outage  # noqa: E402
+from load_proxy import TcpProxy  # noqa: E402
 from load_store import BenchStore, prepare_store, read_stored_answers  # noqa: E402
 
 SERVER_SCRIPT = Path(__file__).resolve().parent / "load_server.py"
@@ -54,10 +61,12 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
-def start_server(database_url: str, port: int, log_path: Path, script: Path = SERVER_SCRIPT) -> subprocess.Popen[bytes]:
+def start_server(
+    database_url: str, port: int, log_path: Path, script: Path = SERVER_SCRIPT, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     """Start ``script`` (``load_server.py``) and wait until the login page answers; its output goes to ``log_path``."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
-    with log_path.open("wb") as log:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False", **(env or {})}
+    with log_path.open("ab") as log:
         server = subprocess.Popen(
             [sys.executable, str(script), "--db", database_url, "--port", str(port)],
             stdout=log,
@@ -255,6 +264,37 @@ def merge_phases(name: str, parts: list[PhaseResult]) -> PhaseResult:
     return merged
 
 
+def run_faults(store: BenchStore, database_url: str, work_dir: Path, args: argparse.Namespace) -> int:
+    """The fault run (see the module docstring); 0 when nothing acknowledged was lost, doubled or altered."""
+    url = make_url(database_url)
+    proxy = TcpProxy(url.host or "127.0.0.1", url.port or 5432) if url.get_backend_name() == "postgresql" else None
+    served_url = url.set(port=proxy.port).render_as_string(hide_password=False) if proxy else database_url
+    env = {"H2H_SQLITE_BUSY_TIMEOUT_MS": "1000"}
+    port = free_port()
+    servers = [start_server(served_url, port, work_dir / "server.log", args.server_script, env)]
+
+    async def kill_and_restart() -> None:
+        servers[-1].kill()  # SIGKILL: no shutdown, requests in flight die with it
+        await asyncio.to_thread(servers[-1].wait)
+        servers.append(
+            await asyncio.to_thread(start_server, served_url, port, work_dir / "server.log", args.server_script, env)
+        )
+
+    log: list[str] = []
+    try:
+        outage = store_outage(database_url, proxy)
+        result = asyncio.run(
+            drive_faults(store, f"http://127.0.0.1:{port}/api/v1", args, kill_and_restart, outage, log)
+        )
+    finally:
+        stop_server(servers[-1])
+        if proxy is not None:
+            proxy.close()
+    integrity = check_integrity(store, [result])
+    print(fault_report(result, integrity, store, log))
+    return 0 if integrity.ok else 1
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--clients", type=int, default=50, help="simulated annotators (default 50)")
@@ -278,6 +318,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=SERVER_SCRIPT,
         help="server to start (default load_server.py; another script to try a patched server)",
     )
+    parser.add_argument("--faults", action="store_true", help="the fault run instead (see above)")
+    parser.add_argument("--outage", type=float, default=3.0, help="seconds each store cut lasts (--faults)")
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.clients < 1 or args.seconds <= 0:
         parser.error("--rounds and --clients must be at least 1, --seconds above 0")
@@ -302,6 +344,8 @@ def main(argv: list[str] | None = None) -> int:
             people_per_item=args.people_per_item,
             annotators=args.clients,
         )
+        if args.faults:
+            return run_faults(store, database_url, work_dir, args)
         port = free_port()
         server = start_server(database_url, port, work_dir / "server.log", args.server_script)
         try:

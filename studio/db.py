@@ -1,6 +1,7 @@
 """The studio's store: engines, sessions and migrations.
 
-SQLite runs in WAL mode with a busy timeout, and a *write* session opens its transaction with
+SQLite runs in WAL mode with a busy timeout and ``synchronous=FULL`` by default (each commit is on disk before it is
+acknowledged; ``NORMAL`` may drop the last commits on a power loss), and a *write* session opens its transaction with
 ``BEGIN IMMEDIATE`` so it takes the write lock up front: two writers never both read a queue state
 and then collide on commit. PostgreSQL serialises queue decisions per campaign (:func:`lock_campaign`)
 and answer writes per item (:func:`lock_item`) with transaction-level advisory locks.
@@ -28,6 +29,33 @@ _LOCK_HELD = "h2h_writer_lock_held"
 #: overflow connections at check-in and opening (and re-running the PRAGMAs on) new ones under load.
 POOL_SIZE = 40
 POOL_MAX_OVERFLOW = 20
+#: SQLite's ``PRAGMA synchronous`` levels the studio accepts (``Settings.sqlite_synchronous``).
+SQLITE_SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
+DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
+
+
+class StoreBusy(TimeoutError):
+    """No SQLite write lock within the busy timeout (this process's writers queue for it first)."""
+
+
+#: SQLSTATEs of PostgreSQL that mean "the store cannot take this now" rather than "this request is wrong":
+#: read-only transaction, server shutting down, too many connections, disk full, out of memory.
+_UNAVAILABLE_SQLSTATES = frozenset({"25006", "57P01", "57P02", "57P03", "53000", "53100", "53200", "53300"})
+
+
+def is_store_fault(error: BaseException) -> bool:
+    """Whether ``error`` says the store is unavailable (down, unreachable, locked, read-only, full), not the request.
+
+    SQLite reports a locked, read-only or full database and I/O errors as ``OperationalError``; PostgreSQL a lost or
+    refused connection the same way (or as an invalidated connection), and a read-only server by its SQLSTATE.
+    """
+    from sqlalchemy import exc
+
+    if isinstance(error, StoreBusy | exc.TimeoutError | exc.OperationalError | exc.InterfaceError):
+        return True
+    if isinstance(error, exc.DBAPIError):
+        return bool(error.connection_invalidated) or getattr(error.orig, "sqlstate", None) in _UNAVAILABLE_SQLSTATES
+    return False
 
 
 def normalise_url(url: str) -> str:
@@ -37,8 +65,8 @@ def normalise_url(url: str) -> str:
     return url
 
 
-def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
-    """WAL + busy timeout on connect; emit our own BEGIN so write sessions can ask for IMMEDIATE.
+def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int, synchronous: str) -> None:
+    """WAL + busy timeout + ``synchronous`` on connect; emit our own BEGIN so write sessions can ask for IMMEDIATE.
 
     Writers of this process also queue on a lock of their own before ``BEGIN IMMEDIATE``: SQLite's
     busy handler polls with sleeps of up to 100 ms, which under 50 concurrent clients turns into long
@@ -55,7 +83,7 @@ def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.execute(f"PRAGMA synchronous={synchronous}")
         cursor.close()
 
     @event.listens_for(engine, "begin")
@@ -65,7 +93,7 @@ def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
             connection.exec_driver_sql(f"BEGIN {mode}")
             return
         if not writer_lock.acquire(timeout=busy_timeout_ms / 1000):
-            raise TimeoutError(f"database is locked: no write lock within {busy_timeout_ms} ms")
+            raise StoreBusy(f"database is locked: no write lock within {busy_timeout_ms} ms")
         connection.info[_LOCK_HELD] = True  # the pool record's info: released when the connection is checked in
         connection.exec_driver_sql("BEGIN IMMEDIATE")
 
@@ -76,8 +104,17 @@ def _install_sqlite_hooks(engine: Engine, busy_timeout_ms: int) -> None:
             writer_lock.release()
 
 
-def create_db_engine(url: str, *, busy_timeout_ms: int = 30_000, echo: bool = False) -> Engine:
-    """Return an engine for ``url`` (SQLite file or PostgreSQL) with the store's connection settings."""
+def create_db_engine(
+    url: str, *, busy_timeout_ms: int = 30_000, sqlite_synchronous: str = DEFAULT_SQLITE_SYNCHRONOUS, echo: bool = False
+) -> Engine:
+    """Return an engine for ``url`` (SQLite file or PostgreSQL) with the store's connection settings.
+
+    ``sqlite_synchronous`` is one of :data:`SQLITE_SYNCHRONOUS_LEVELS` (ignored on PostgreSQL, which syncs each commit).
+    """
+    if sqlite_synchronous.upper() not in SQLITE_SYNCHRONOUS_LEVELS:
+        raise ValueError(
+            f"sqlite_synchronous: {sqlite_synchronous!r} is not one of {', '.join(SQLITE_SYNCHRONOUS_LEVELS)}"
+        )
     url = normalise_url(url)
     parsed = make_url(url)
     if parsed.get_backend_name() == "sqlite":
@@ -90,7 +127,7 @@ def create_db_engine(url: str, *, busy_timeout_ms: int = 30_000, echo: bool = Fa
             pool_size=POOL_SIZE,
             max_overflow=POOL_MAX_OVERFLOW,
         )
-        _install_sqlite_hooks(engine, busy_timeout_ms)
+        _install_sqlite_hooks(engine, busy_timeout_ms, sqlite_synchronous.upper())
         return engine
     return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_MAX_OVERFLOW)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -34,6 +34,9 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
     #: How long SQLite waits for the write lock before giving up.
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)
+    #: SQLite's ``PRAGMA synchronous``: FULL (default) puts every commit (every acknowledged answer) on disk before it
+    #: is acknowledged; NORMAL is faster per commit in WAL mode but a power loss may drop the last acknowledged ones.
+    sqlite_synchronous: Literal["OFF", "NORMAL", "FULL", "EXTRA"] = "FULL"
     #: Mark the session cookie ``Secure`` (and send HSTS): True behind HTTPS (also when a proxy ends TLS),
     #: False never; None follows the request's own scheme.
     cookie_secure: bool | None = None

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Annotated, Any
 
+from pydantic import Field
 from sqlalchemy import DateTime
 from sqlalchemy.types import TypeDecorator
+
+#: The largest magnitude a whole number bound for the store may have: its ids are 32-bit integers on PostgreSQL (a
+#: larger one fails there as "out of range", and past 64 bits in SQLite's driver too); no count, page or rating of
+#: the studio comes near it.
+STORE_INT_MAX = 2**31 - 1
+
+#: A stored row's id as input: a whole number the store can compare with its ids (else a validation error, not a 500).
+StoredId = Annotated[int, Field(ge=1, le=STORE_INT_MAX)]
 
 
 class UTCDateTime(TypeDecorator[datetime]):

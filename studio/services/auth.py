@@ -192,8 +192,11 @@ def list_users(session: Session) -> list[UserPublic]:
     return [UserPublic.model_validate(user) for user in users]
 
 
-def login(session: Session, *, username: str, password: str, ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS) -> str:
-    """Check the password and return a new opaque token; ``NotAuthenticated`` on a wrong name or password."""
+def check_credentials(session: Session, *, username: str, password: str) -> int:
+    """The id of the active person with this name and password; ``NotAuthenticated`` when either is wrong.
+
+    Only reads: run it in a read session, so the argon2 work (deliberately slow) holds no write lock.
+    """
     if not is_unicode(password):
         raise NotAuthenticated("username or password is wrong")
     username = normalise_username(username)  # a name with a hidden character is refused, never matched to another
@@ -203,16 +206,28 @@ def login(session: Session, *, username: str, password: str, ttl_seconds: int = 
         raise NotAuthenticated("username or password is wrong")
     if not verify_password(password, user.password_hash) or not user.is_active:
         raise NotAuthenticated("username or password is wrong")
+    return stored_id(user.id)
+
+
+def issue_token(session: Session, *, user_id: int, ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS) -> str:
+    """A new opaque token for ``user_id`` (write session); ``NotAuthenticated`` when the person was deactivated
+    since their password was checked (the check and this write are two transactions)."""
+    user = session.get(User, user_id)
+    if user is None or not user.is_active:
+        raise NotAuthenticated("username or password is wrong")
     token = secrets.token_urlsafe(32)
     session.add(
-        AuthToken(
-            user_id=stored_id(user.id),
-            token_hash=hash_token(token),
-            expires_at=utc_now() + timedelta(seconds=ttl_seconds),
-        )
+        AuthToken(user_id=user_id, token_hash=hash_token(token), expires_at=utc_now() + timedelta(seconds=ttl_seconds))
     )
     session.flush()
     return token
+
+
+def login(session: Session, *, username: str, password: str, ttl_seconds: int = DEFAULT_TOKEN_TTL_SECONDS) -> str:
+    """Check the password and return a new opaque token, in one session (a write session); ``NotAuthenticated`` on
+    a wrong name or password. The studio's front doors use :func:`check_credentials` then :func:`issue_token`."""
+    user_id = check_credentials(session, username=username, password=password)
+    return issue_token(session, user_id=user_id, ttl_seconds=ttl_seconds)
 
 
 def logout(session: Session, *, token: str) -> bool:

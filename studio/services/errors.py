@@ -31,3 +31,21 @@ class Conflict(ServiceError):
 
 class InvalidInput(ServiceError):
     status_code = 422
+
+
+class StoreUnavailable(ServiceError):
+    """The store cannot serve the request now (down, unreachable, locked, read-only, full); nothing was written.
+
+    Not the caller's fault: the API answers 503 with ``Retry-After``, the pages show the text and stay usable.
+    """
+
+    status_code = 503
+    #: Seconds a client should wait before retrying (the API's ``Retry-After``).
+    retry_after_seconds = 5
+
+
+#: What a person (or a script) is told when the store is unavailable.
+STORE_UNAVAILABLE = (
+    "database: the database is unavailable right now, so your answer was not saved (nothing was changed); "
+    "retry in a few seconds"
+)

@@ -13,6 +13,10 @@ raises ``NotAuthenticated`` before anything else runs. A request whose work cont
 submit answers retries from a read session, off the write lock, and stores new answers in a write session) opens the
 context twice: the caller is resolved in the first session and carried on.
 
+A store that cannot serve the request (down, unreachable, locked, read-only, full) raises ``StoreUnavailable``
+(a ``ServiceError``, 503) from either block, whatever the work was: the transaction is rolled back, nothing is written,
+and both front doors tell the person so in the same words.
+
 The context is entered inside the worker thread that runs the request's work, never across threads: a SQLite write
 lock or a pooled connection held while waiting for another worker thread could leave every worker waiting (see
 ``studio.web.deps``).
@@ -26,10 +30,21 @@ from contextlib import contextmanager
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from studio.db import read_session, write_session
+from studio.db import is_store_fault, read_session, write_session
 from studio.models import UserPublic
 from studio.services.auth import signed_in
-from studio.services.errors import NotAuthenticated
+from studio.services.errors import STORE_UNAVAILABLE, NotAuthenticated, StoreUnavailable
+
+
+@contextmanager
+def store_faults_as_unavailable() -> Iterator[None]:
+    """Turn the store's "cannot serve now" errors (:func:`studio.db.is_store_fault`) into ``StoreUnavailable``."""
+    try:
+        yield
+    except Exception as error:
+        if is_store_fault(error):
+            raise StoreUnavailable(STORE_UNAVAILABLE) from error
+        raise
 
 
 class RequestContext:
@@ -57,12 +72,12 @@ class RequestContext:
     def reading(self) -> Iterator[tuple[Session, UserPublic]]:
         """A read session (nothing is committed) and the caller, resolved in it."""
         token = self._token()
-        with read_session(self.engine) as session:
+        with store_faults_as_unavailable(), read_session(self.engine) as session:
             yield session, self._resolve(session, token)
 
     @contextmanager
     def writing(self) -> Iterator[tuple[Session, UserPublic]]:
         """One write transaction (committed when the block ends, rolled back on any error) and the caller."""
         token = self._token()
-        with write_session(self.engine) as session:
+        with store_faults_as_unavailable(), write_session(self.engine) as session:
             yield session, self._resolve(session, token)

@@ -2,12 +2,13 @@
 
 Its routes start with ``/v1`` (OpenAPI at ``/api/v1/openapi.json``). Errors answer ``{"detail": "<field>:
 <problem>"}``: a service's refusal with its status (401, 403, 404, 409, 422), a malformed request with 422, a body
-over ``Settings.max_request_bytes`` with 413 before it is read.
+over ``Settings.max_request_bytes`` with 413 before it is read, a store that cannot serve with 503 and ``Retry-After``
+(``studio.web.faults``).
 """
 
 from __future__ import annotations
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
@@ -18,6 +19,8 @@ from studio.services.errors import NotAuthenticated, ServiceError
 from studio.services.text import safe_text
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
+from studio.web.deps import refuse_unstorable_input
+from studio.web.faults import add_store_fault_handlers
 from studio.web.middleware import BodySizeLimit
 from studio.web.routes import account, admin, annotate, curation, results
 
@@ -41,6 +44,15 @@ async def _validation_error(_request: Request, error: Exception) -> JSONResponse
     return JSONResponse({"detail": safe_text("; ".join(problems))}, status_code=422)
 
 
+def store_engine(settings: Settings) -> Engine:
+    """The engine of the settings' store, with their SQLite busy timeout and ``synchronous`` level."""
+    return create_db_engine(
+        settings.database_url,
+        busy_timeout_ms=settings.sqlite_busy_timeout_ms,
+        sqlite_synchronous=settings.sqlite_synchronous,
+    )
+
+
 def share_state(app: FastAPI, *, engine: Engine, settings: Settings, throttle: LoginThrottle) -> None:
     """What the dependencies of ``studio.web.deps`` and the pages read from ``request.app.state``."""
     app.state.engine = engine
@@ -54,17 +66,20 @@ def create_api(settings: Settings, engine: Engine | None = None, throttle: Login
 
     ``throttle`` (default: a new one) limits failed ``/v1/login`` attempts; pass the app's to share counts.
     """
-    engine = engine or create_db_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    engine = engine or store_engine(settings)
     api = FastAPI(
         title="H2HTalk Studio API",
         version="1",
         openapi_url=f"{PREFIX}/openapi.json",
         docs_url=f"{PREFIX}/docs",
         redoc_url=None,
+        # Every route: a NUL or a number past 64 bits in any input is a 422 naming it, not a 500 from the driver.
+        dependencies=[Depends(refuse_unstorable_input)],
     )
     share_state(api, engine=engine, settings=settings, throttle=throttle or LoginThrottle())
     api.add_exception_handler(ServiceError, _service_error)
     api.add_exception_handler(RequestValidationError, _validation_error)
+    add_store_fault_handlers(api)  # 503 with Retry-After: "the database is unavailable ... retry"
     api.add_middleware(BodySizeLimit, limit=settings.max_request_bytes)
     for router in ROUTERS:
         api.include_router(router)

@@ -4,37 +4,65 @@ Authentication is one opaque token from :func:`studio.usecases.account.sign_in`,
 ``h2h_session`` cookie (browsers; HttpOnly, SameSite=Lax) or an ``Authorization: Bearer`` header (scripts). Every
 Gradio route answers 401 without a valid token; a browser asking for the UI page without one is sent to ``/login``.
 Both front doors resolve the caller the same way (``studio.web.deps``) and call the same use cases.
+
+Every request passes :class:`studio.web.gate.RequestGate` first (bodies bounded, strangers refused before their body
+is read), and a store that cannot serve is answered in words (``studio.web.faults``), never as a plain-text 500.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
-from studio.db import create_db_engine, read_session
+from studio.db import read_session
 from studio.security import LoginThrottle, SameOriginMiddleware, SecurityHeadersMiddleware, security_headers
 from studio.services.campaigns import schema_snapshots
-from studio.services.errors import ServiceError
+from studio.services.errors import ServiceError, StoreUnavailable
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
 from studio.web import pages, static
-from studio.web.api import create_api, share_state
-from studio.web.deps import request_context
+from studio.web.api import create_api, share_state, store_engine
+from studio.web.deps import RecentCallers, request_context
+from studio.web.faults import GRADIO_STATUS, StoreFaultGuard, add_store_fault_handlers
+from studio.web.gate import RequestGate
 from studio.web.middleware import UI_PATH, LoginRedirectMiddleware
-from studio.web.uploads import UploadGate
+from studio.web.sessions import GradioGate
+from studio.web.uploads import MULTIPART_OVERHEAD, UploadGate
 
 
-def caller_name(engine: Engine, request: Any) -> str | None:
-    """The username of the request's live session (one read session), or None."""
+def caller_name(engine: Engine, request: Any, recent: RecentCallers | None = None) -> str | None:
+    """The username of the request's live session (one read session), or None.
+
+    When the store cannot say: the username ``recent`` confirmed the token for lately (see :class:`RecentCallers`),
+    else ``StoreUnavailable`` (Gradio's route then answers with the reason, not "not authenticated").
+    """
+    context = request_context(engine, request)
     try:
-        with request_context(engine, request).reading() as (_session, caller):
-            return caller.username
+        with context.reading() as (_session, caller):
+            username = caller.username
+    except StoreUnavailable:
+        believed = recent.recent(context.token) if recent is not None and context.token else None
+        if believed is None:
+            raise
+        return believed
     except ServiceError:
+        if recent is not None and context.token:
+            recent.forget(context.token)
         return None
+    if recent is not None and context.token:
+        recent.confirmed(context.token, username)
+    return username
 
 
 def _ui_blocks(engine: Engine, settings: Settings) -> Any:
@@ -51,19 +79,46 @@ def _ui_blocks(engine: Engine, settings: Settings) -> Any:
     )
 
 
+#: How often Gradio's cache is swept, and the age past which its files (downloads, uploads) are removed (seconds).
+CACHE_SWEEP = (3600, 3600)
+
+
+@contextmanager
+def gradio_temp_dir(folder: Path) -> Iterator[None]:
+    """``GRADIO_TEMP_DIR`` set to ``folder`` while the block is built (Gradio reads it in each component's and its
+    app's constructor), then as it was: each studio of a process keeps its own."""
+    before = os.environ.get("GRADIO_TEMP_DIR")
+    os.environ["GRADIO_TEMP_DIR"] = str(folder)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop("GRADIO_TEMP_DIR", None)
+        else:
+            os.environ["GRADIO_TEMP_DIR"] = before
+
+
+def work_directory(app: FastAPI) -> Path:
+    """A private temporary directory for this studio (Gradio's cache under it), removed when ``app`` is."""
+    folder = Path(tempfile.mkdtemp(prefix="h2h-studio-"))
+    weakref.finalize(app, shutil.rmtree, folder, ignore_errors=True)
+    return folder
+
+
 def create_app(settings: Settings) -> FastAPI:
     """Assemble the studio: REST API under ``/api/v1``, login pages, and the Gradio UI at ``/ui``."""
-    import gradio as gr
-
-    from studio.ui.app import UI_CSS, UI_HEAD
-
-    engine = create_db_engine(settings.database_url, busy_timeout_ms=settings.sqlite_busy_timeout_ms)
+    engine = store_engine(settings)
     app = FastAPI(title="H2HTalk Studio", docs_url=None, redoc_url=None, openapi_url=None)
     throttle = LoginThrottle()  # one per app: the form and the REST login count failures together
     share_state(app, engine=engine, settings=settings, throttle=throttle)
+    recent = RecentCallers()
+    cache = work_directory(app) / "gradio"  # never the machine's shared /tmp/gradio: other apps' files live there
+    app.add_middleware(GradioGate, caller_name=partial(caller_name, engine, recent=recent), cache_dir=str(cache))
     app.add_middleware(SameOriginMiddleware)  # Gradio's event routes take no CSRF token of their own
     app.add_middleware(LoginRedirectMiddleware, engine=engine)
     app.add_middleware(UploadGate, engine=engine, limit=settings.max_upload_bytes)  # the admin page's import only
+    app.add_middleware(RequestGate, engine=engine, limit=settings.max_request_bytes)
+    app.add_middleware(StoreFaultGuard)  # outside every layer that reads the store
     # Added last, so outermost: a 403 from the same-origin check and the redirect carry the headers too.
     app.add_middleware(SecurityHeadersMiddleware, headers=security_headers(hsts=settings.cookie_secure is True))
     if settings.forwarded_allow_ips:  # outermost: every layer sees the client (and scheme) a trusted proxy names
@@ -73,13 +128,26 @@ def create_app(settings: Settings) -> FastAPI:
     app.mount("/api", create_api(settings, engine=engine, throttle=throttle))
     app.include_router(pages.router)
     app.include_router(static.router)  # /favicon.ico, for everyone
+    with gradio_temp_dir(cache):  # read by every component as it is built, and by the mounted app
+        blocks = _ui_blocks(engine, settings)
+        blocks.delete_cache = CACHE_SWEEP
+        mounted = mount_ui(app, blocks, engine=engine, settings=settings, recent=recent)
+    add_store_fault_handlers(gradio_app(mounted), status_code=GRADIO_STATUS)
+    return mounted
+
+
+def mount_ui(app: FastAPI, blocks: Any, *, engine: Engine, settings: Settings, recent: RecentCallers) -> FastAPI:
+    """``blocks`` mounted at ``/ui`` in ``app``, Gradio's sign-in check resolving the caller in the store."""
+    import gradio as gr
+
+    from studio.ui.app import UI_CSS, UI_HEAD
 
     async def gradio_user(request: Request) -> str | None:
-        return await run_in_threadpool(caller_name, engine, request)
+        return await run_in_threadpool(caller_name, engine, request, recent)
 
     mounted: FastAPI = gr.mount_gradio_app(
         app,
-        _ui_blocks(engine, settings),
+        blocks,
         path=UI_PATH,
         auth_dependency=gradio_user,
         footer_links=[],
@@ -87,11 +155,23 @@ def create_app(settings: Settings) -> FastAPI:
         # Refusals are gr.Error (always shown); any other exception's text (SQL, paths) stays in the server log.
         show_error=False,
         # The one upload the UI takes is the admin page's scenario import (UploadGate lets only those who may import
-        # reach Gradio's upload routes, and bounds the whole request).
-        max_file_size=settings.max_upload_bytes,
+        # reach Gradio's upload routes, and bounds the whole request). Gradio's own per-file bound is set just above
+        # UploadGate's (a request is never smaller than its files), so UploadGate always refuses first, with one
+        # message naming H2H_MAX_UPLOAD_BYTES; before, whichever of the two read the oversized chunk first answered.
+        max_file_size=settings.max_upload_bytes + MULTIPART_OVERHEAD + 1,
         ssr_mode=False,
         mcp_server=False,
         css=UI_CSS,
         head=UI_HEAD,
     )
     return mounted
+
+
+def gradio_app(app: FastAPI) -> FastAPI:
+    """The Gradio application mounted at ``/ui`` in ``app``."""
+    from starlette.routing import Mount
+
+    for route in app.routes:
+        if isinstance(route, Mount) and route.path == UI_PATH and isinstance(route.app, FastAPI):
+            return route.app
+    raise LookupError(f"no Gradio application mounted at {UI_PATH}")

@@ -20,11 +20,16 @@ The Gradio handlers get the same context from :func:`request_context` (the ``h2h
 
 from __future__ import annotations
 
+import hashlib
+import threading
+import time
+from collections import OrderedDict
 from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from sqlalchemy import Engine
 
+from studio.models.types import STORE_INT_MAX
 from studio.services.errors import NotAuthenticated
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
@@ -62,6 +67,48 @@ def request_context(engine: Engine, request: Any) -> RequestContext:
     return RequestContext(engine, token_from_request(request))
 
 
+class RecentCallers:
+    """Who each session token belonged to when the store last said so, for Gradio's sign-in check during an outage.
+
+    Gradio checks the caller of every one of its requests (the event queue, its stream, files) before any handler
+    runs; if that check failed whenever the store is briefly unavailable, the page would cover every field of the
+    event with an "Error" box instead of showing the handler's "the database is unavailable ... retry". A token the
+    store confirmed within ``grace_seconds`` is therefore still believed *by that check* while the store cannot be
+    asked. Nothing is read or written on that belief: every handler resolves its caller in the store again (and, the
+    store being down, says so). Tokens are kept hashed; at most ``size`` of them, least recently confirmed dropped.
+    """
+
+    def __init__(self, *, grace_seconds: float = 300.0, size: int = 10_000) -> None:
+        self.grace_seconds = grace_seconds
+        self.size = size
+        self._lock = threading.Lock()
+        self._confirmed: OrderedDict[bytes, tuple[str, float]] = OrderedDict()
+
+    @staticmethod
+    def _key(token: str) -> bytes:
+        return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+    def confirmed(self, token: str, username: str) -> None:
+        """The store just said ``token`` is ``username``'s live session."""
+        with self._lock:
+            self._confirmed[self._key(token)] = (username, time.monotonic())
+            self._confirmed.move_to_end(self._key(token))
+            while len(self._confirmed) > self.size:
+                self._confirmed.popitem(last=False)
+
+    def forget(self, token: str) -> None:
+        with self._lock:
+            self._confirmed.pop(self._key(token), None)
+
+    def recent(self, token: str) -> str | None:
+        """The username the store confirmed ``token`` for within the grace period, else None."""
+        with self._lock:
+            known = self._confirmed.get(self._key(token))
+        if known is None or time.monotonic() - known[1] > self.grace_seconds:
+            return None
+        return known[0]
+
+
 async def caller_context(request: Request) -> RequestContext:
     """Dependency: the REST caller's context (401 at once without a Bearer token; the token is checked on opening)."""
     return RequestContext(request.app.state.engine, bearer_token(request))
@@ -83,3 +130,67 @@ async def answer_limits(request: Request) -> AnswerLimits:
 CallerDep = Annotated[RequestContext, Depends(caller_context)]
 SettingsDep = Annotated[Settings, Depends(app_settings)]
 LimitsDep = Annotated[AnswerLimits, Depends(answer_limits)]
+
+
+def unstorable(value: Any, field: str) -> str | None:
+    """Why ``value`` (a path or query parameter, or a JSON body's field; ``field`` names it) cannot reach the store.
+
+    A NUL character (PostgreSQL's text columns cannot hold one) and whole numbers past :data:`STORE_INT_MAX` (the store
+    cannot compare its ids with one) are refused here, naming the field, instead of failing in the driver as a 500. A
+    list is checked item by item; a JSON object (an answer's values, a curator's edits) is left to its own checks:
+    stored as JSON, its text may hold any character (``tests/studio/test_api_hostile.py`` stores a NUL verbatim).
+    """
+    if isinstance(value, str):
+        return f"{field}: text contains a NUL character (U+0000)" if "\x00" in value else None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > STORE_INT_MAX:
+        return f"{field}: {value} is out of range (at most {STORE_INT_MAX} either way)"
+    if isinstance(value, list):
+        return next((why for item in value if (why := unstorable(item, field))), None)
+    return None
+
+
+def _whole_number_params(route: Any) -> frozenset[str]:
+    """The path and query parameters a route declares as whole numbers (``int`` or ``int | None``)."""
+    import typing
+
+    names = set()
+    for field in (*route.dependant.path_params, *route.dependant.query_params):
+        annotation = field.field_info.annotation
+        if annotation is int or int in typing.get_args(annotation):
+            names.add(field.alias)
+    return frozenset(names)
+
+
+def _params_problem(request: Request) -> str | None:
+    route = request.scope.get("route")
+    whole = _whole_number_params(route) if route is not None and hasattr(route, "dependant") else frozenset()
+    for name, value in (*request.path_params.items(), *request.query_params.multi_items()):
+        if name in whole and value.strip().lstrip("+-").isdigit():
+            why = unstorable(int(value), name)
+        else:
+            why = unstorable(value, name)
+        if why:
+            return why
+    return None
+
+
+async def refuse_unstorable_input(request: Request) -> None:
+    """Dependency of every API route: 422 naming the field for a path, query or JSON body value the store cannot take
+    (:func:`unstorable`). No I/O: the JSON body is the one FastAPI has already parsed for the route."""
+    from studio.services.errors import InvalidInput
+
+    why = _params_problem(request)
+    if why is None and "json" in request.headers.get("content-type", ""):
+        try:
+            body = await request.json()  # parsed once: Starlette keeps it for the route
+        except ValueError:
+            body = None  # malformed: the route's own validation says so
+        why = _body_problem(body)
+    if why:
+        raise InvalidInput(why)
+
+
+def _body_problem(body: Any) -> str | None:
+    if isinstance(body, dict):
+        return next((why for key, value in body.items() if (why := unstorable(value, str(key)))), None)
+    return unstorable(body, "body") if body is not None else None

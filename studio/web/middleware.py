@@ -15,7 +15,7 @@ from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from studio.services.errors import ServiceError
+from studio.services.errors import ServiceError, StoreUnavailable
 from studio.web.deps import request_context
 
 UI_PATH = "/ui"
@@ -25,12 +25,45 @@ def too_large_detail(limit: int) -> str:
     return f"body: the request body is larger than {limit} bytes"
 
 
+class ResponseStarted:
+    """``send`` wrapped to remember whether the response has started: a middleware that answers for an exception
+    raised below it may only do so while nothing has been sent yet."""
+
+    def __init__(self, send: Send) -> None:
+        self._send = send
+        self.started = False
+
+    async def send(self, message: Message) -> None:
+        self.started = self.started or message["type"] == "http.response.start"
+        await self._send(message)
+
+
+def limited_receive(receive: Receive, limit: int, detail: str) -> Receive:
+    """``receive`` counting the body's bytes as they arrive: past ``limit``, 413 (``detail``) instead of the next part.
+
+    An ``HTTPException``: FastAPI passes one raised while it reads a body on as-is (any other error becomes a 400).
+    """
+    received = 0
+
+    async def counted_receive() -> Message:
+        nonlocal received
+        message = await receive()
+        if message["type"] == "http.request":
+            received += len(message.get("body", b""))
+            if received > limit:
+                raise StarletteHTTPException(status_code=413, detail=detail)
+        return message
+
+    return counted_receive
+
+
 class BodySizeLimit:
     """A request body over ``limit`` bytes answers 413 ``{"detail": "body: ..."}``.
 
     A declared ``Content-Length`` over the limit is refused before a byte is read; a streamed
     (chunked) body is counted as it arrives and refused once it passes the limit. Not FastAPI's
     ``max_body_size``: that answers a declared oversize body in plain text, not in the API's JSON shape.
+    (The whole studio has its own gate, :class:`studio.web.gate.RequestGate`; this one bounds the API served alone.)
     """
 
     def __init__(self, app: ASGIApp, limit: int) -> None:
@@ -45,18 +78,7 @@ class BodySizeLimit:
         if declared.isdigit() and int(declared) > self.limit:
             await JSONResponse({"detail": too_large_detail(self.limit)}, status_code=413)(scope, receive, send)
             return
-        received = 0
-
-        async def counted_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:  # FastAPI passes an HTTPException raised while reading the body on as-is
-                    raise StarletteHTTPException(status_code=413, detail=too_large_detail(self.limit))
-            return message
-
-        await self.app(scope, counted_receive, send)
+        await self.app(scope, limited_receive(receive, self.limit, too_large_detail(self.limit)), send)
 
 
 def has_live_session(engine: Engine, request: Request) -> bool:
@@ -64,6 +86,8 @@ def has_live_session(engine: Engine, request: Request) -> bool:
     try:
         with request_context(engine, request).reading():
             return True
+    except StoreUnavailable:
+        raise  # not "signed out": the store cannot say (studio.web.faults answers it)
     except ServiceError:
         return False
 

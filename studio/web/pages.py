@@ -77,10 +77,9 @@ async def login_submit(request: Request, username: str = Form(...), password: st
     state = request.app.state
 
     def attempt() -> str:
-        with write_session(state.engine) as session:
-            return account.sign_in(
-                session, username=username, password=password, ttl_seconds=state.settings.token_ttl_seconds
-            )
+        return account.sign_in(
+            state.engine, username=username, password=password, ttl_seconds=state.settings.token_ttl_seconds
+        )
 
     try:
         token = await run_in_threadpool(

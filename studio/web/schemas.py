@@ -77,6 +77,9 @@ class DecisionIn(BaseModel):
     action: Literal["accept", "edit", "reject"]
     reason: str = Field(max_length=4000)
     edits: dict[str, Any] | None = None
+    #: The scenario's ``revision`` as the client last read it (``GET /v1/curation/scenarios/{id}``): a decision on a
+    #: scenario that changed since is refused (409) instead of landing on a state nobody saw.
+    revision: str | None = Field(default=None, max_length=64)
 
 
 class PublishIn(BaseModel):

@@ -16,13 +16,12 @@ from fastapi.responses import PlainTextResponse
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studio.policies import AdminPolicy, is_allowed
 from studio.services.errors import ServiceError
 from studio.web.deps import request_context
-from studio.web.middleware import UI_PATH
+from studio.web.middleware import UI_PATH, limited_receive
 
 #: Gradio's routes that write uploaded files (under the UI's mount path).
 UPLOAD_ROUTES = frozenset({f"{UI_PATH}/gradio_api/upload", f"{UI_PATH}/gradio_api/process_recording"})
@@ -66,18 +65,7 @@ class UploadGate:
         if status != 200:
             await self._refuse(status, scope, receive, send)
             return
-        received = 0
-
-        async def counted_receive() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    raise StarletteHTTPException(status_code=413, detail=self._too_large())
-            return message
-
-        await self.app(scope, counted_receive, send)
+        await self.app(scope, limited_receive(receive, self.limit, self._too_large()), send)
 
     def _too_large(self) -> str:
         return f"upload: larger than {self.limit - MULTIPART_OVERHEAD} bytes (H2H_MAX_UPLOAD_BYTES)"

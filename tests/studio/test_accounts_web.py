@@ -20,23 +20,15 @@ from typing import Any
 import httpx
 import pytest
 
-from studio.db import create_db_engine, upgrade_db, write_session
-from studio.services.auth import create_user
 from studio.settings import get_settings
 from tests.serving import serve_in_thread
 from tests.studio.conftest import PASSWORD
+from tests.studio.studio_process import make_store as make_store_at
 
 
 def make_store(folder: Path, people: dict[str, str]) -> str:
     """A migrated SQLite store in ``folder`` with ``people`` (name → role), password :data:`PASSWORD`."""
-    url = f"sqlite:///{folder / 'studio.sqlite'}"
-    engine = create_db_engine(url)
-    upgrade_db(engine)
-    with write_session(engine) as session:
-        for name, role in people.items():
-            create_user(session, username=name, password=PASSWORD, role=role)
-    engine.dispose()
-    return url
+    return make_store_at(f"sqlite:///{folder / 'studio.sqlite'}", people)
 
 
 @contextmanager

@@ -229,6 +229,7 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/v1/campaigns/{name}/answers"): "annotator",
     ("PUT", "/v1/campaigns/{name}/answers/{item_id}"): "annotator",
     ("GET", "/v1/campaigns/{name}/answers/{item_id}"): "annotator",
+    ("GET", "/v1/campaigns/{name}/items/{item_id}/text"): "annotator",
     **{
         ("GET", f"/v1/results/{name}"): "staff"
         for name in (

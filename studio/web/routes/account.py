@@ -6,7 +6,6 @@ from typing import Any
 from fastapi import APIRouter, Request, Response, status
 from fastapi.responses import JSONResponse
 
-from studio.db import write_session
 from studio.models import UserPublic
 from studio.security import LoginThrottled, client_address
 from studio.services.errors import NotAuthenticated
@@ -23,10 +22,9 @@ def login(body: LoginIn, request: Request, settings: SettingsDep) -> Any:
     engine = request.app.state.engine
 
     def sign_in() -> str:
-        with write_session(engine) as session:
-            return account.sign_in(
-                session, username=body.username, password=body.password, ttl_seconds=settings.token_ttl_seconds
-            )
+        return account.sign_in(
+            engine, username=body.username, password=body.password, ttl_seconds=settings.token_ttl_seconds
+        )
 
     try:
         token = request.app.state.throttle.attempt(

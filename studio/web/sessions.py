@@ -1,0 +1,175 @@
+"""Gradio's sessions and files, tied to the person they belong to.
+
+Gradio itself only checks that *someone* is signed in: any signed-in person who learns a page's ``session_hash`` can
+read that page's event results from ``queue/data`` (or cancel its events), and anyone signed in may fetch any file
+under its cache by URL (a researcher's export, by an annotator). :class:`GradioGate` sits in front of the mounted UI:
+
+- **sessions**: the first signed-in person to use a ``session_hash`` (its ``queue/join``, ``queue/data``,
+  ``heartbeat``, ``cancel`` ...) owns it; the same hash from anyone else is refused (403) before Gradio sees it;
+- **files**: a file under the studio's Gradio cache is served only to the people it was handed to — the paths in the
+  results ``queue/data`` streams to a session are recorded for that session's owner, an upload's paths for its
+  uploader — and answered 404 for anyone else (as if it did not exist). Every other ``file=`` path is 404 too.
+
+The studio keeps Gradio's cache in a directory of its own (``Studio work directory``, see ``studio.web.app``), never
+the machine's shared ``/tmp/gradio``, so files other Gradio apps left there are not served either. Both records live
+in the process (bounded, least recently used dropped first): one studio process serves one Gradio queue anyway.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from urllib.parse import parse_qs
+
+from fastapi import Request
+from fastapi.responses import JSONResponse
+from starlette.concurrency import run_in_threadpool
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from studio.web.middleware import UI_PATH
+
+GRADIO_API = f"{UI_PATH}/gradio_api/"
+FILE_PREFIXES = tuple(f"{UI_PATH}{api}{route}" for api in ("/gradio_api", "") for route in ("/file=", "/file/"))
+#: Gradio routes whose JSON body names the session it acts for.
+SESSION_BODY_ROUTES = frozenset({f"{GRADIO_API}queue/join", f"{GRADIO_API}cancel", f"{GRADIO_API}component_server"})
+HEARTBEAT = f"{GRADIO_API}heartbeat/"
+#: Resolves the username of a request (``None``: not signed in); runs in a worker thread.
+CallerName = Callable[[Request], str | None]
+
+
+class Owners:
+    """Keys (session hashes, file paths) → the usernames they belong to; at most ``size`` keys, LRU dropped."""
+
+    def __init__(self, size: int = 100_000) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._owners: OrderedDict[str, set[str]] = OrderedDict()
+
+    def claim(self, key: str, username: str) -> bool:
+        """Record ``username`` as the owner of ``key`` unless someone else already is; whether ``username`` owns it."""
+        with self._lock:
+            owners = self._owners.setdefault(key, {username})
+            self._owners.move_to_end(key)
+            self._trim()
+            return username in owners
+
+    def grant(self, key: str, username: str) -> None:
+        """``username`` may use ``key`` too (a file handed to a second person with the same content)."""
+        with self._lock:
+            self._owners.setdefault(key, set()).add(username)
+            self._owners.move_to_end(key)
+            self._trim()
+
+    def owns(self, key: str, username: str) -> bool:
+        with self._lock:
+            return username in self._owners.get(key, ())
+
+    def _trim(self) -> None:
+        while len(self._owners) > self.size:
+            self._owners.popitem(last=False)
+
+
+def session_hash_of(scope: Scope, body: bytes | None) -> str | None:
+    """The ``session_hash`` a Gradio request names: in its query, its heartbeat path, or its JSON body."""
+    if scope["path"].startswith(HEARTBEAT):
+        return str(scope["path"][len(HEARTBEAT) :]) or None
+    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+    if query.get("session_hash"):
+        return str(query["session_hash"][0])
+    if body:
+        try:
+            named = json.loads(body).get("session_hash")
+        except (ValueError, AttributeError):
+            return None
+        return str(named) if named else None
+    return None
+
+
+async def read_body(receive: Receive) -> tuple[bytes, Receive]:
+    """The whole body (already bounded by ``RequestGate``), and a ``receive`` that hands it on again."""
+    chunks = []
+    while True:
+        message = await receive()
+        chunks.append(message.get("body", b""))
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            break
+    body = b"".join(chunks)
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if sent:
+            return await receive()
+        sent = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return body, replay
+
+
+class GradioGate:
+    """ASGI middleware in front of the mounted UI: see the module docstring."""
+
+    def __init__(self, app: ASGIApp, *, caller_name: CallerName, cache_dir: str) -> None:
+        self.app = app
+        self.caller_name = caller_name
+        self.cache_dir = os.path.realpath(cache_dir)
+        self.sessions = Owners()
+        self.files = Owners()
+        self._cached_path = re.compile(re.escape(self.cache_dir).encode() + rb"/[^\"\\/]+/[^\"\\]+")
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope["path"] if scope["type"] == "http" else ""
+        if path.startswith(FILE_PREFIXES):
+            await self._file(scope, receive, send)
+            return
+        if not path.startswith(GRADIO_API):
+            await self.app(scope, receive, send)
+            return
+        body = None
+        if path in SESSION_BODY_ROUTES:
+            body, receive = await read_body(receive)
+        session_hash = session_hash_of(scope, body)
+        username = (
+            await run_in_threadpool(self.caller_name, Request(scope))
+            if session_hash or path.endswith("/upload")
+            else None
+        )
+        if session_hash and username and not self.sessions.claim(session_hash, username):
+            detail = "session: this page belongs to another sign-in; reload the page"
+            await JSONResponse({"detail": detail}, status_code=403)(scope, receive, send)
+            return
+        if username and (path == f"{GRADIO_API}queue/data" or path.endswith("/upload")):
+            # Read as sent: Gradio compresses what a client accepts compressed (Brotli), which would hide the paths.
+            scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]}
+            send = self._recording(send, username)
+        await self.app(scope, receive, send)
+
+    def _recording(self, send: Send, username: str) -> Send:
+        """``send`` that grants ``username`` every cached file path the response names."""
+
+        async def recording_send(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                for found in self._cached_path.findall(message.get("body", b"")):
+                    self.files.grant(os.path.realpath(found.decode("utf-8", "replace")), username)
+            await send(message)
+
+        return recording_send
+
+    async def _file(self, scope: Scope, receive: Receive, send: Send) -> None:
+        asked = scope["path"]
+        for prefix in FILE_PREFIXES:
+            if asked.startswith(prefix):
+                asked = asked[len(prefix) :]
+                break
+        username = await run_in_threadpool(self.caller_name, Request(scope))
+        if username is None:
+            await JSONResponse({"detail": "authorization: sign in first"}, status_code=401)(scope, receive, send)
+            return
+        if not self.files.owns(os.path.realpath(asked), username):
+            await JSONResponse({"detail": "file: no such file"}, status_code=404)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
