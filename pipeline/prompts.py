@@ -154,3 +154,18 @@ def build_messages(scenario: Scenario, variant: Variant, directory: Path | None 
     if scenario.user_input.strip():
         messages.append({"role": "user", "content": scenario.user_input})
     return messages
+
+
+def context_fields(subtask: str, directory: Path | None = None) -> tuple[str, ...]:
+    """The scenario ``context`` fields the prompt of ``subtask`` shows the model (its placeholders but ``persona``),
+    in :data:`CONTEXT_ORDER`; every context field for a subtask with no template. The studio shows an annotator the
+    same material the model was given."""
+    path = template_path(subtask, directory)
+    if not path.exists():
+        return CONTEXT_ORDER
+    used = set(load_template(subtask, directory).get_identifiers())
+    return tuple(name for name in CONTEXT_ORDER if name in used)
+
+
+#: The scenario context fields, in the order they are shown.
+CONTEXT_ORDER: tuple[str, ...] = ("date", "location", "memories", "schedule", "routine", "hobbies", "feedback")

@@ -30,6 +30,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "studio.commands.export",
     "studio.commands.agreement",
     "studio.commands.aggregate",
+    "studio.commands.curation",
 )
 #: The names of the commands the modules above define (the stand-ins need them without importing the modules;
 #: tests/studio/test_packaging.py checks the two agree).
@@ -44,6 +45,10 @@ COMMAND_NAMES: tuple[str, ...] = (
     "export",
     "agreement",
     "aggregate",
+    "ingest-curation",
+    "export-pairs",
+    "publish",
+    "rater-agreement",
 )
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _EXTRA_MARKER = re.compile(rf"""extra\s*==\s*["']{EXTRA}["']""")

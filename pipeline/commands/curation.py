@@ -203,7 +203,8 @@ def refine_command(
     click.echo("queue for people (most uncertain first):")
     for line in queue_lines(summary.queue):
         click.echo(line)
-    click.echo(f"files in {out.root}: {out.cleaned.name}, {out.report.name}, {out.queue.name}", err=True)
+    written = [out.cleaned, out.report] + ([out.prescreen] if summary.prescreen is not None else []) + [out.queue]
+    click.echo(f"files in {out.root}: {', '.join(path.name for path in written)}", err=True)
     if failed:
         click.echo(f"{failed} scenario(s) lack a pre-screen answer; rerun the same command to retry them", err=True)
         raise SystemExit(1)

@@ -31,6 +31,7 @@ from studio.models.curation import (
     ScenarioStatusBase,
     ScenarioStatusPublic,
 )
+from studio.models.curation_runs import CurationReport, PairJudgmentRow, PrescreenRow
 from studio.models.people import (
     ROLES,
     AuditLog,
@@ -46,6 +47,9 @@ from studio.models.people import (
 from studio.models.types import UTCDateTime, utc_now
 
 __all__ = [
+    "CurationReport",
+    "PairJudgmentRow",
+    "PrescreenRow",
     "ROLES",
     "Answer",
     "AnswerBase",

@@ -57,6 +57,11 @@ class DatasetVersionBase(SQLModel):
     n_scenarios: int
     created_by: str = Field(max_length=64)
     note: str | None = None
+    #: What the curators decided when it was published: scenario ids by ``accepted`` (edits included), ``edited``
+    #: (accepted with a curator's edits), ``rejected`` and ``pending`` (anything else: not in the version).
+    summary: dict[str, list[str]] = Field(
+        default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}")
+    )
 
 
 class DatasetVersionPublic(DatasetVersionBase):

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from sqlalchemy import Select, func, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
@@ -26,15 +26,15 @@ from studio.models import (
     AuditLog,
     AuditLogPublic,
     Campaign,
+    CurationReport,
     Item,
+    PrescreenRow,
     ResponseRow,
     ScenarioRow,
     ScoreRow,
     User,
-    utc_now,
 )
 from studio.models.curation import (
-    EDITABLE_FIELDS,
     DatasetVersion,
     DatasetVersionPublic,
     ScenarioStatus,
@@ -42,21 +42,18 @@ from studio.models.curation import (
 )
 from studio.results.agreement import percent_agreement
 from studio.schemas import FreeText, WorkflowSchema
+from studio.services.curation_decisions import (
+    ACTIONS,
+    decide_scenario,
+    scenario_record,
+    scenario_revision,
+)
+from studio.services.curation_findings import scenario_findings
 from studio.services.errors import Conflict, InvalidInput, NotFound
 
-ACTIONS: tuple[str, ...] = ("accept", "edit", "reject")
+__all__ = ["ACTIONS", "decide_scenario", "scenario_record"]  # re-exported: the decision lives beside
+
 MAX_AUDIT_ENTRIES = 1000
-SCENARIO_FIELDS: tuple[str, ...] = (
-    "id",
-    "subtask",
-    "persona",
-    "history",
-    "user_input",
-    "reference",
-    "tags",
-    "context",
-    "source",
-)
 
 
 class Page(BaseModel):
@@ -78,6 +75,45 @@ def _page(session: Session, query: Any, page: int, page_size: int) -> Page:
     return Page(total=int(total), page=page, page_size=page_size, rows=rows)
 
 
+_review_state = func.coalesce(col(ScenarioStatus.status), "pending")
+_flag_count = func.coalesce(col(CurationReport.n_flags), 0)
+#: Each scenario filter as a condition on the listing (``browse_scenarios``' keywords).
+_SCENARIO_FILTERS: dict[str, Any] = {
+    "subtask": lambda value: col(ScenarioRow.subtask) == value,
+    "status": lambda value: _review_state == value,
+    "agreement_below": lambda value: col(ScenarioStatus.crowd_agreement) < value,
+    "disagreement": lambda value: func.coalesce(col(ScenarioStatus.disagreement), False).is_(value),
+    "flagged": lambda value: _flag_count > 0 if value else _flag_count == 0,
+}
+
+
+def _scenario_listing() -> Any:
+    """Every scenario with its review state, the LLM pre-screen's verdict and uncertainty, and its flag kinds."""
+    edited = col(ScenarioStatus.edited_from_hash).is_not(None)
+    return (
+        select(
+            col(ScenarioRow.id),
+            col(ScenarioRow.subtask),
+            col(ScenarioRow.user_input),
+            col(ScenarioRow.reference),
+            _review_state.label("status"),
+            col(ScenarioStatus.decided_by),
+            col(ScenarioStatus.crowd_decision),
+            col(ScenarioStatus.crowd_votes),
+            col(ScenarioStatus.crowd_agreement),
+            func.coalesce(col(ScenarioStatus.disagreement), False).label("disagreement"),
+            edited.label("edited"),
+            (edited & (col(ScenarioStatus.edited_from_hash) != col(ScenarioRow.content_hash))).label("base_changed"),
+            col(PrescreenRow.verdict).label("llm_verdict"),
+            col(PrescreenRow.uncertainty),
+            col(CurationReport.flag_kinds).label("flags"),
+        )
+        .outerjoin(ScenarioStatus, col(ScenarioStatus.scenario_id) == col(ScenarioRow.id))
+        .outerjoin(PrescreenRow, col(PrescreenRow.scenario_id) == col(ScenarioRow.id))
+        .outerjoin(CurationReport, col(CurationReport.scenario_id) == col(ScenarioRow.id))
+    )
+
+
 def browse_scenarios(
     session: Session,
     *,
@@ -85,6 +121,8 @@ def browse_scenarios(
     status: str | None = None,
     agreement_below: float | None = None,
     disagreement: bool | None = None,
+    flagged: bool | None = None,
+    order: str = "id",
     page: int = 1,
     page_size: int = 50,
 ) -> Page:
@@ -92,36 +130,23 @@ def browse_scenarios(
 
     ``status`` is one of ``studio.models.curation.STATUSES`` (``pending`` includes scenarios nobody reviewed yet);
     ``agreement_below`` keeps scenarios whose crowd agreement (winning share) is below it; ``disagreement`` keeps
-    those with (or without) a crowd tie / low agreement. Rows: id, subtask, user_input, reference, status,
-    decided_by, crowd_decision, crowd_votes, crowd_agreement, disagreement, edited, base_changed.
+    those with (or without) a crowd tie / low agreement; ``flagged`` those with (or without) refine-run flags;
+    ``order`` ``uncertainty`` puts the LLM pre-screen's most uncertain first (unscreened last), else by id. Rows: id,
+    subtask, user_input, reference, status, decided_by, crowd_decision, crowd_votes, crowd_agreement, disagreement,
+    edited, base_changed, llm_verdict, uncertainty, flags.
     """
-    state = func.coalesce(col(ScenarioStatus.status), "pending")
-    query = select(
-        col(ScenarioRow.id),
-        col(ScenarioRow.subtask),
-        col(ScenarioRow.user_input),
-        col(ScenarioRow.reference),
-        state.label("status"),
-        col(ScenarioStatus.decided_by),
-        col(ScenarioStatus.crowd_decision),
-        col(ScenarioStatus.crowd_votes),
-        col(ScenarioStatus.crowd_agreement),
-        func.coalesce(col(ScenarioStatus.disagreement), False).label("disagreement"),
-        (col(ScenarioStatus.edited_from_hash).is_not(None)).label("edited"),
-        (
-            col(ScenarioStatus.edited_from_hash).is_not(None)
-            & (col(ScenarioStatus.edited_from_hash) != col(ScenarioRow.content_hash))
-        ).label("base_changed"),
-    ).outerjoin(ScenarioStatus, col(ScenarioStatus.scenario_id) == col(ScenarioRow.id))
-    if subtask is not None:
-        query = query.where(col(ScenarioRow.subtask) == subtask)
-    if status is not None:
-        query = query.where(state == status)
-    if agreement_below is not None:
-        query = query.where(col(ScenarioStatus.crowd_agreement) < agreement_below)
-    if disagreement is not None:
-        query = query.where(func.coalesce(col(ScenarioStatus.disagreement), False).is_(disagreement))
-    return _page(session, query.order_by(col(ScenarioRow.id)), page, page_size)
+    query = _scenario_listing()
+    wanted = {"subtask": subtask, "status": status, "agreement_below": agreement_below}
+    wanted.update(disagreement=disagreement, flagged=flagged)
+    for name, value in wanted.items():
+        if value is not None:
+            query = query.where(_SCENARIO_FILTERS[name](value))
+    if order == "uncertainty":
+        uncertainty = col(PrescreenRow.uncertainty)
+        query = query.order_by(uncertainty.is_(None), uncertainty.desc(), col(ScenarioRow.id))
+    else:
+        query = query.order_by(col(ScenarioRow.id))
+    return _page(session, query, page, page_size)
 
 
 def browse_responses(
@@ -175,14 +200,6 @@ def browse_responses(
         page,
         page_size,
     )
-
-
-def scenario_record(row: ScenarioRow, status: ScenarioStatus | None = None) -> dict[str, Any]:
-    """The scenario as a ``pipeline.records.Scenario`` dict, with the curator's edits (if any) applied."""
-    record = {name: getattr(row, name) for name in SCENARIO_FIELDS}
-    if status is not None and status.edits:
-        record.update(status.edits)
-    return record
 
 
 def _tallies(answers: pd.DataFrame, schema: WorkflowSchema) -> tuple[dict[str, Any], list[dict[str, str]]]:
@@ -248,80 +265,12 @@ def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
         "scenario": scenario_record(row, status),
         "ingested": scenario_record(row),
         "status": ScenarioStatusPublic.model_validate(status).model_dump(mode="json") if status else None,
+        "revision": scenario_revision(row, status),
         "base_changed": bool(status and status.edited_from_hash and status.edited_from_hash != row.content_hash),
         "campaigns": campaigns,
         "responses": [dict(score._mapping) for score in scores],
+        "findings": scenario_findings(session, scenario_id=scenario_id),
     }
-
-
-def _validated_edits(row: ScenarioRow, status: ScenarioStatus, edits: dict[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(edits) - set(EDITABLE_FIELDS))
-    if unknown:
-        raise InvalidInput(f"edits.{unknown[0]}: not editable (editable: {', '.join(EDITABLE_FIELDS)})")
-    merged = {**status.edits, **edits}
-    try:
-        Scenario.model_validate({**scenario_record(row), **merged})
-    except ValidationError as error:
-        first = error.errors()[0]
-        raise InvalidInput(f"edits.{'.'.join(map(str, first['loc']))}: {first['msg']}") from None
-    return merged
-
-
-def _scenario_and_status(session: Session, scenario_id: str) -> tuple[ScenarioRow, ScenarioStatus]:
-    """The scenario (``NotFound`` when unknown) and its status row, created when missing."""
-    row = session.get(ScenarioRow, scenario_id)
-    if row is None:
-        raise NotFound(f"scenario_id: no scenario {scenario_id!r}")
-    status = session.get(ScenarioStatus, scenario_id)
-    if status is None:
-        status = ScenarioStatus(scenario_id=scenario_id)
-        session.add(status)
-    return row, status
-
-
-def decide_scenario(
-    session: Session,
-    *,
-    actor: str,
-    scenario_id: str,
-    action: str,
-    reason: str,
-    edits: dict[str, Any] | None = None,
-) -> ScenarioStatusPublic:
-    """Accept, edit or reject a scenario as ``actor``; audit-logged with who, when, before, after, why.
-
-    ``reason`` is required. ``edit`` merges ``edits`` (fields of :data:`EDITABLE_FIELDS`, checked against the
-    Scenario record type) into the overlay and leaves the status (and who decided it) alone; accept / reject set
-    the status, and a curator's status outranks crowd and expert aggregation from then on.
-    """
-    if action not in ACTIONS:
-        raise InvalidInput(f"action: {action!r} is not one of {', '.join(ACTIONS)}")
-    if not reason or not reason.strip():
-        raise InvalidInput("reason: a reason is required")
-    row, status = _scenario_and_status(session, scenario_id)
-    before = {"status": status.status, "decided_by": status.decided_by, "edits": dict(status.edits)}
-    if action == "edit":
-        if not edits:
-            raise InvalidInput("edits: nothing to edit")
-        status.edits = _validated_edits(row, status, edits)
-        status.edited_from_hash = row.content_hash
-    else:
-        status.status = "accepted" if action == "accept" else "rejected"
-        status.decided_by = f"curator:{actor}"
-    status.reason = reason.strip()
-    status.updated_at = utc_now()
-    after = {"status": status.status, "decided_by": status.decided_by, "edits": dict(status.edits)}
-    session.add(
-        AuditLog(
-            actor=actor,
-            action=f"scenario.{action}",
-            entity="scenario",
-            entity_id=scenario_id,
-            detail={"before": before, "after": after, "reason": reason.strip()},
-        )
-    )
-    session.flush()
-    return ScenarioStatusPublic.model_validate(status)
 
 
 def content_hash(records: list[dict[str, Any]]) -> str:
@@ -342,6 +291,22 @@ def accepted_records(session: Session, *, include_edits: bool = True) -> list[di
         Scenario.model_validate(scenario_record(row, status if include_edits else None)).model_dump(mode="json")
         for row, status in rows
     ]
+
+
+def decision_summary(session: Session) -> dict[str, list[str]]:
+    """Scenario ids by decision: accepted, edited (accepted with edits), rejected, pending (every other state)."""
+    summary: dict[str, list[str]] = {"accepted": [], "edited": [], "rejected": [], "pending": []}
+    rows = session.execute(
+        select(col(ScenarioRow.id), col(ScenarioStatus.status), col(ScenarioStatus.edits))
+        .outerjoin(ScenarioStatus, col(ScenarioStatus.scenario_id) == col(ScenarioRow.id))
+        .order_by(col(ScenarioRow.id))
+    )
+    for scenario_id, status, edits in rows:
+        kind = status if status in ("accepted", "rejected") else "pending"
+        summary[kind].append(scenario_id)
+        if kind == "accepted" and edits:
+            summary["edited"].append(scenario_id)
+    return summary
 
 
 def publish_dataset(
@@ -365,7 +330,13 @@ def publish_dataset(
     if session.execute(select(col(DatasetVersion.id)).where(col(DatasetVersion.name) == name)).first() is not None:
         raise Conflict(f"name: dataset version {name!r} already exists with other content")
     version = DatasetVersion(
-        name=name, content_hash=digest, n_scenarios=len(records), created_by=actor, note=note, records=records
+        name=name,
+        content_hash=digest,
+        n_scenarios=len(records),
+        created_by=actor,
+        note=note,
+        records=records,
+        summary=decision_summary(session),
     )
     session.add(version)
     try:
@@ -378,7 +349,11 @@ def publish_dataset(
             action="dataset.publish",
             entity="dataset_version",
             entity_id=name,
-            detail={"content_hash": digest, "scenarios": len(records)},
+            detail={
+                "content_hash": digest,
+                "scenarios": len(records),
+                "decided": {kind: len(ids) for kind, ids in version.summary.items()},
+            },
         )
     )
     session.flush()

@@ -17,6 +17,8 @@ from studio.models.curation import STATUSES
 from studio.ui import curate_views as views
 from studio.ui import tables
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors, writing
+from studio.ui.curate_aggregate import AggregationPanel
+from studio.ui.curate_decide import DecisionPanel
 from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, version_file
 from studio.ui.render import render_message
 from studio.ui.tables import table
@@ -30,6 +32,8 @@ class CurateTab:
 
     def __init__(self, open_context: OpenContext) -> None:
         self.open_context = open_context
+        self.decision = DecisionPanel(open_context)
+        self.aggregation_panel = AggregationPanel(open_context)
 
     def build(self) -> None:
         """Create the tab's components inside the current ``gr.Blocks`` and wire their events."""
@@ -44,7 +48,7 @@ class CurateTab:
             with gr.Tab("Dataset versions", elem_id="h2h-curate-versions"):
                 self._build_versions()
             with gr.Tab("Aggregation", elem_id="h2h-curate-aggregation"):
-                self._build_aggregation()
+                self.aggregation_panel.build()
             with gr.Tab("Audit log", elem_id="h2h-curate-audit"):
                 self.audit_refresh = gr.Button("Show the latest entries", elem_id="h2h-audit-refresh")
                 self.audit = table("Audit log (newest first)", "h2h-audit", tables.AUDIT_COLUMNS)
@@ -64,6 +68,13 @@ class CurateTab:
                 label="Agreement below (0–1, empty: any)", value="", elem_id="h2h-filter-agreement"
             )
             self.disagreement = gr.Dropdown(TRISTATE, value="", label="Disagreement", elem_id="h2h-filter-disagree")
+            self.flagged_scenarios = gr.Dropdown(TRISTATE, value="", label="Refine flags", elem_id="h2h-filter-flagged")
+            self.order = gr.Dropdown(
+                [("id", "id"), ("most uncertain first (LLM)", "uncertainty")],
+                value="id",
+                label="Order",
+                elem_id="h2h-filter-order",
+            )
         with gr.Row():
             self.page = gr.Number(label="Page", value=1, precision=0, minimum=1, elem_id="h2h-page")
             self.page_size = gr.Dropdown([10, 25, 50, 100], value=25, label="Rows per page", elem_id="h2h-page-size")
@@ -77,33 +88,34 @@ class CurateTab:
         import gradio as gr
 
         with gr.Row():
-            self.scenario_id = gr.Textbox(label="Scenario id", elem_id="h2h-scenario-id", scale=4)
+            self.scenario_id = gr.Textbox(label="Scenario id (to open one)", elem_id="h2h-scenario-id", scale=4)
             self.open = gr.Button("Open", elem_id="h2h-open", scale=1)
+        # The scenario on screen and its revision, sent back with a decision (studio.usecases.curate.ShownScenario).
+        self.shown = gr.Textbox(value="", visible="hidden", interactive=False, elem_id="h2h-curate-shown")
         self.detail_status = gr.HTML(elem_id="h2h-detail-status", js_on_load=None)
         with gr.Accordion("Persona", open=False):
             self.persona = gr.HTML(elem_id="h2h-detail-persona", js_on_load=None)
         self.item = gr.HTML(elem_id="h2h-detail-item", js_on_load=None)
         with gr.Row():
-            self.tallies = table("Votes per question (with percent agreement)", "h2h-tallies", tables.TALLY_COLUMNS)
-            self.comments = table("Comments", "h2h-comments", tables.COMMENT_COLUMNS)
+            with gr.Column():
+                gr.Markdown("**The LLM** (pre-screen on the refine run)")
+                self.llm = gr.HTML(elem_id="h2h-llm-verdict", js_on_load=None)
+            with gr.Column():
+                self.tallies = table(
+                    "The crowd and the experts: votes per question (with percent agreement)",
+                    "h2h-tallies",
+                    tables.TALLY_COLUMNS,
+                )
+        self.flags = table(
+            "Flags of the refine run (PII replacements: the text before and after)",
+            "h2h-flags",
+            tables.FLAG_COLUMNS,
+            wrap=True,
+        )
+        self.comments = table("Comments", "h2h-comments", tables.COMMENT_COLUMNS)
         self.scores = table("Automatic and judge scores of its responses", "h2h-detail-scores", tables.SCORE_COLUMNS)
         self.scenario_audit = table("This scenario's audit log", "h2h-detail-audit", tables.AUDIT_COLUMNS)
-        with gr.Group():
-            self.action = gr.Radio(
-                [("Accept", "accept"), ("Edit", "edit"), ("Reject", "reject")],
-                value="accept",
-                label="Decision",
-                elem_id="h2h-action",
-            )
-            self.reason = gr.Textbox(label="Reason (required)", elem_id="h2h-reason")
-            self.edits = gr.Code(
-                label='Edits (for "Edit": a JSON object such as {"reference": "…"})',
-                language="json",
-                value="",
-                elem_id="h2h-edits",
-            )
-            self.decide = gr.Button("Save decision", variant="primary", elem_id="h2h-decide")
-        self.decision_message = gr.HTML(elem_id="h2h-decision-message", js_on_load=None)
+        self.decision.build()
 
     def _build_responses(self) -> None:
         import gradio as gr
@@ -139,45 +151,32 @@ class CurateTab:
             self.prepare = gr.Button("Prepare download", elem_id="h2h-prepare-download")
         self.download = gr.File(label="Download", interactive=False, height=90, elem_id="h2h-version-file")
 
-    def _build_aggregation(self) -> None:
-        import gradio as gr
-
-        with gr.Row():
-            self.aggregate_campaign = gr.Dropdown([], label="Campaign (empty: all)", elem_id="h2h-aggregate-campaign")
-            self.aggregate = gr.Button("Run aggregation", variant="primary", elem_id="h2h-aggregate")
-        self.aggregation = table("What aggregation found and changed", "h2h-aggregation")
-
     def _wire(self) -> None:
         self._wire_scenarios()
         self._wire_versions()
 
     def _wire_scenarios(self) -> None:
-        filters = [self.subtask, self.status, self.agreement_below, self.disagreement, self.page_size, self.page]
+        filters = [
+            self.subtask,
+            self.status,
+            self.agreement_below,
+            self.disagreement,
+            self.flagged_scenarios,
+            self.order,
+            self.page_size,
+            self.page,
+        ]
         listing = [self.scenarios, self.summary, self.page]
         self.search.click(self._browse(0, reset=True), inputs=filters, outputs=listing, api_visibility="private")
         self.previous.click(self._browse(-1), inputs=filters, outputs=listing, api_visibility="private")
         self.next.click(self._browse(1), inputs=filters, outputs=listing, api_visibility="private")
-        detail = [
-            self.scenario_id,
-            self.detail_status,
-            self.persona,
-            self.item,
-            self.tallies,
-            self.comments,
-            self.scores,
-            self.scenario_audit,
-        ]
+        detail = self._detail_outputs()
         for table_of_rows in (self.scenarios, self.responses):
             table_of_rows.select(self._on_select(), outputs=[*detail, self.tabs], api_visibility="private")
         self.open.click(self._on_open(), inputs=[self.scenario_id], outputs=detail, api_visibility="private")
-        decided = self.decide.click(
-            self._on_decide(),
-            inputs=[self.scenario_id, self.action, self.reason, self.edits],
-            outputs=[self.decision_message, self.reason],
-            trigger_mode="once",
-            api_visibility="private",
-        )
-        decided.success(self._on_open(), inputs=[self.scenario_id], outputs=detail, api_visibility="private")
+        decided = self.decision.wire(shown=self.shown, detail_outputs=detail, detail_values=self._detail_values)
+        # The list shows the decision at once (same filters, same page).
+        decided.then(self._browse(0), inputs=filters, outputs=listing, api_visibility="private")
         self.response_search.click(
             self._on_responses(),
             inputs=[self.response_subtask, self.flagged, self.adjudicated, self.response_page],
@@ -202,13 +201,6 @@ class CurateTab:
             outputs=[self.download],
             api_visibility="private",
         )
-        self.aggregate.click(
-            self._on_aggregate(),
-            inputs=[self.aggregate_campaign],
-            outputs=[self.aggregation],
-            trigger_mode="once",
-            api_visibility="private",
-        )
         self.audit_refresh.click(self._on_audit(), outputs=[self.audit], api_visibility="private")
 
     def _browse(self, step: int, *, reset: bool = False) -> Any:
@@ -219,6 +211,8 @@ class CurateTab:
             status: str | None,
             agreement_below: str | None,
             disagreement: str | None,
+            flagged: str | None,
+            order: str | None,
             page_size: int | None,
             page: float | None,
             request: gr.Request,
@@ -232,6 +226,8 @@ class CurateTab:
                     status=status,
                     agreement_below=agreement_below,
                     disagreement=disagreement,
+                    flagged=flagged,
+                    order=order,
                     page=wanted,
                     page_size=page_size or 25,
                 )
@@ -240,20 +236,40 @@ class CurateTab:
 
         return on_browse
 
+    def _detail_outputs(self) -> list[Any]:
+        return [
+            self.shown,
+            self.scenario_id,
+            self.detail_status,
+            self.persona,
+            self.item,
+            self.llm,
+            self.tallies,
+            self.flags,
+            self.comments,
+            self.scores,
+            self.scenario_audit,
+            *self.decision.form_outputs(),
+        ]
+
     def _detail_values(self, session: Any, caller: Any, scenario_id: str | None) -> list[Any]:
         detail = curate.scenario_detail(session, caller=caller, scenario_id=scenario_id or "")
         shown_id = str(detail["scenario"]["id"])
         audit = curate.audit_entries(session, caller=caller, scenario_id=shown_id)
         view = views.scenario_view(shown_id, detail, audit)
         return [
+            curate.ShownScenario.of(detail).to_page(),
             view.scenario_id,
             view.status_html,
             view.persona_html,
             view.item_html,
+            view.llm_html,
             view.tallies,
+            view.flags,
             view.comments,
             view.scores,
             view.audit,
+            *self.decision.form_values(shown_id, view.form),
         ]
 
     def _on_select(self) -> Any:
@@ -276,21 +292,6 @@ class CurateTab:
                 return self._detail_values(session, caller, scenario_id)
 
         return on_open
-
-    def _on_decide(self) -> Any:
-        import gradio as gr
-
-        def on_decide(
-            scenario_id: str | None, action: str, reason: str | None, edits: str | None, request: gr.Request
-        ) -> list[Any]:
-            with writing(self.open_context, request) as (session, caller):
-                status = curate.decide(
-                    session, caller=caller, scenario_id=scenario_id or "", action=action, reason=reason, edits=edits
-                )
-            message = views.decision_message((scenario_id or "").strip(), action, status)
-            return [render_message(message, kind="done"), ""]
-
-        return on_decide
 
     def _on_responses(self) -> Any:
         import gradio as gr
@@ -351,20 +352,6 @@ class CurateTab:
 
         return on_download
 
-    def _on_aggregate(self) -> Any:
-        import gradio as gr
-
-        def on_aggregate(campaign: str | None, request: gr.Request) -> pd.DataFrame:
-            context = self.open_context(request)
-            with refused_as_gradio_errors():
-                with context.reading() as (session, caller):  # the long read, off the write lock
-                    answers = curate.answers_to_aggregate(session, caller=caller, campaign=campaign)
-                with context.writing() as (session, caller):
-                    summaries = curate.write_aggregation(session, caller=caller, campaign=campaign, answers=answers)
-            return views.aggregation_frame(summaries)
-
-        return on_aggregate
-
     def _on_audit(self) -> Any:
         import gradio as gr
 
@@ -381,11 +368,20 @@ class CurateTab:
         from studio.usecases import annotate
 
         names = [campaign.name for campaign in annotate.visible_campaigns(session, caller=caller, include_closed=True)]
+        # The first page of scenarios is shown at once: an empty table under "Search" read as "no scenarios".
+        listed = curate.browse_scenarios(session, caller=caller, page_size=25)
+        first = tables.table_page(listed, tables.SCENARIO_COLUMNS)
         return [
             *self._versions_values(session, caller),
             gr.Dropdown(choices=[("all campaigns", ""), *[(name, name) for name in names]], value=""),
+            first.frame,
+            first.summary,
+            first.page,
         ]
 
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""
-        return [self.versions, self.download_version, self.aggregate_campaign]
+        return [
+            *[self.versions, self.download_version, self.aggregation_panel.campaign],
+            *[self.scenarios, self.summary, self.page],
+        ]

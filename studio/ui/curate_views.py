@@ -16,11 +16,14 @@ import pandas as pd
 from studio.models import AuditLogPublic
 from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
 from studio.services.aggregation import AggregationSummary
+from studio.services.curation_decisions import form_values
+from studio.services.rater import RaterAgreement
 from studio.ui.render import escape_text, render_item, render_persona
 from studio.ui.tables import (
     AGGREGATION_COLUMNS,
     AUDIT_COLUMNS,
     COMMENT_COLUMNS,
+    FLAG_COLUMNS,
     SCORE_COLUMNS,
     TALLY_COLUMNS,
     VERSION_COLUMNS,
@@ -40,6 +43,12 @@ class ScenarioView:
     comments: pd.DataFrame
     scores: pd.DataFrame
     audit: pd.DataFrame
+    #: The LLM pre-screen's verdict, votes, uncertainty and reasons (escaped HTML).
+    llm_html: str
+    #: The refine run's flags, PII replacements with their text before and after.
+    flags: pd.DataFrame
+    #: The edit form's values (``studio.services.curation_decisions.FORM_FIELDS``) of the scenario as shown.
+    form: dict[str, str]
 
 
 def _tally_rows(campaigns: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -95,6 +104,46 @@ def scenario_view(scenario_id: str, detail: dict[str, Any], audit: Iterable[Audi
         comments=comments,
         scores=scores.drop(columns=["id"]),
         audit=audit_frame(audit),
+        llm_html=llm_html(detail.get("findings") or {}),
+        flags=display_frame((detail.get("findings") or {}).get("flags", []), FLAG_COLUMNS),
+        form=form_values(record),
+    )
+
+
+def _pairs_html(pairs: list[dict[str, Any]]) -> str:
+    if not pairs:
+        return ""
+    rows = "".join(
+        f"<li>{escape_text(pair['campaign'])} item {int(pair['item'])}: "
+        f"{escape_text(pair['winner'] or 'no winner (the orders disagree)')}, "
+        f"uncertainty {float(pair['uncertainty']):.2f}</li>"
+        for pair in pairs
+    )
+    return f'<div class="h2h-llm-pairs"><b>LLM rater on pairwise items</b><ul>{rows}</ul></div>'
+
+
+def llm_html(findings: dict[str, Any]) -> str:
+    """The LLM pre-screen of a scenario (verdict, votes, uncertainty, whether a person must look, reasons) and its
+    pairwise verdicts, escaped; a line saying there is none when the run had no judge."""
+    verdict = findings.get("prescreen")
+    kinds = ", ".join(findings.get("flag_kinds") or []) or "none"
+    head = f"<div><b>Preprocess flags:</b> {escape_text(kinds)}</div>"
+    pairs = _pairs_html(findings.get("pairs") or [])
+    if verdict is None:
+        return f'<div class="h2h-llm">{head}<div><b>LLM pre-screen:</b> none ingested</div>{pairs}</div>'
+    votes = ", ".join(f"{name} {count}" for name, count in verdict["votes"].items() if count) or "none readable"
+    line = (
+        f"<b>LLM pre-screen:</b> {escape_text(verdict['verdict'] or 'no verdict')} ({escape_text(votes)}) · "
+        f"uncertainty {float(verdict['uncertainty']):.2f}"
+        + (" · <b>needs a person</b>" if verdict["needs_human"] else "")
+        + f" · judge {escape_text(verdict['judge_model'])}"
+        + (f" · queue rank {int(verdict['queue_rank'])}" if verdict.get("queue_rank") else "")
+    )
+    reasons = "".join(f"<li>{escape_text(reason)}</li>" for reason in verdict["reasons"])
+    return (
+        f'<div class="h2h-llm">{head}<div>{line}</div>'
+        f'<div><b>Its reasons:</b><ul class="h2h-llm-reasons">{reasons or "<li>none given</li>"}</ul></div>'
+        f"{pairs}</div>"
     )
 
 
@@ -117,11 +166,13 @@ def audit_frame(entries: Iterable[AuditLogPublic]) -> pd.DataFrame:
 
 
 def versions_frame(versions: Iterable[DatasetVersionPublic]) -> pd.DataFrame:
-    """Published versions, newest first: name, scenarios, created_at, created_by, note, content hash."""
+    """Published versions, newest first: name, scenarios, what was decided (accepted, edited, rejected, pending when
+    it was published), created_at, created_by, note, content hash."""
     rows = [
         {
             "name": version.name,
             "scenarios": version.n_scenarios,
+            "decided": ", ".join(f"{kind} {len(ids)}" for kind, ids in version.summary.items()),
             "created_at": version.created_at.isoformat(timespec="seconds"),
             "created_by": version.created_by,
             "note": version.note,
@@ -145,3 +196,9 @@ def publish_message(version: DatasetVersionPublic, created: bool) -> str:
     if created:
         return f"Published {version.name}: {version.n_scenarios} scenarios (sha256 {version.content_hash[:12]})."
     return f"Nothing new to publish: the accepted scenarios are already version {version.name}."
+
+
+def rater_frame(agreement: RaterAgreement) -> pd.DataFrame:
+    """The LLM rater's agreement with the humans as rows of (measure, value)."""
+    rows = [{"measure": name, "value": value} for name, value in agreement.model_dump().items()]
+    return display_frame(rows, ["measure", "value"])

@@ -8,20 +8,22 @@ REST API and the curator page, including "a page past the end shows the last pag
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import pandas as pd
+from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session
 
 from studio.models import AuditLogPublic, UserPublic
 from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
 from studio.policies import CurationPolicy, authorize
-from studio.services import aggregation, curation
+from studio.services import aggregation, curation, rater
+from studio.services import curation_decisions as decisions
 from studio.services.aggregation import AggregationSummary
 from studio.services.curation import Page
 from studio.services.errors import InvalidInput
+from studio.services.rater import RaterAgreement
 from studio.usecases.queries import Paging, ResponseFilters, ScenarioFilters, parse
 
 
@@ -78,17 +80,35 @@ def audit_entries(
     return curation.list_audit_entries(session, entity=entity, entity_id=scenario_id, limit=limit)
 
 
-def parse_edits(text: str | None) -> dict[str, Any]:
-    """Edits typed as text: a JSON object of field → new value (``InvalidInput`` when it is not one)."""
-    if not text or not text.strip():
-        return {}
-    try:
-        edits = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise InvalidInput(f"edits: not valid JSON ({error.msg} at line {error.lineno} column {error.colno})") from None
-    if not isinstance(edits, dict):
-        raise InvalidInput('edits: must be a JSON object such as {"reference": "new text"}')
-    return edits
+class ShownScenario(BaseModel):
+    """The scenario a curator page shows: its id and the revision it was rendered at (see
+    ``studio.services.curation_decisions``); written into the page with the scenario, sent back with a decision."""
+
+    scenario_id: str = Field(min_length=1, max_length=256)
+    revision: str = Field(min_length=1, max_length=64)
+
+    @classmethod
+    def of(cls, detail: Mapping[str, Any]) -> ShownScenario:
+        return cls(scenario_id=str(detail["scenario"]["id"]), revision=str(detail["revision"]))
+
+    @classmethod
+    def from_page(cls, text: Any) -> ShownScenario:
+        """The scenario a page event names; ``InvalidInput`` when the page shows none or the field is garbled."""
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInput("scenario: no scenario is open; select one in the list or open it by its id")
+        try:
+            return cls.model_validate_json(text)
+        except ValidationError:
+            raise InvalidInput("scenario: the page did not say which scenario it shows; reload the page") from None
+
+    def to_page(self) -> str:
+        return self.model_dump_json()
+
+
+def may_decide(session: Session, *, caller: UserPublic) -> None:
+    """``PermissionDenied`` unless the caller may decide on scenarios (``session`` unused: one signature for all)."""
+    del session
+    authorize(caller, CurationPolicy.decide())
 
 
 def decide(
@@ -98,25 +118,56 @@ def decide(
     scenario_id: str,
     action: str,
     reason: str | None,
-    edits: Mapping[str, Any] | str | None = None,
+    edits: Mapping[str, Any] | None = None,
+    revision: str | None = None,
 ) -> ScenarioStatusPublic:
-    """Accept, edit or reject a scenario with a required reason (audit-logged under the caller's name).
+    """Accept, edit-and-accept or reject a scenario with a required reason (audit-logged under the caller's name).
 
-    ``edits`` (for "edit") is a mapping of field → new value, or that mapping as JSON text (a page's text box).
+    ``edits`` (for "edit") map fields to new values; ``revision`` (when given) must be the scenario's current one,
+    else ``Conflict`` (``studio.services.curation_decisions``).
     """
     authorize(caller, CurationPolicy.decide())
     if not scenario_id or not scenario_id.strip():
         raise InvalidInput("scenario_id: open a scenario first")
-    if isinstance(edits, str):
-        edits = parse_edits(edits) if action == "edit" else None
     return curation.decide_scenario(
         session,
         actor=caller.username,
         scenario_id=scenario_id.strip(),
         action=action,
         reason=reason or "",
-        edits=dict(edits) if edits is not None else None,
+        edits=dict(edits) if edits is not None and action == "edit" else None,
+        revision=revision,
     )
+
+
+def decide_shown(
+    session: Session,
+    *,
+    caller: UserPublic,
+    shown: str | None,
+    action: str,
+    reason: str | None,
+    form: Mapping[str, str | None] | None = None,
+) -> tuple[ShownScenario, ScenarioStatusPublic]:
+    """A decision from the curator page: on the scenario the page shows (``shown``, :class:`ShownScenario`), at the
+    revision it showed, whatever any text box says; for "edit" the edit form's values (``FORM_FIELDS``) are
+    compared with the scenario as shown and the fields that differ become the edits."""
+    authorize(caller, CurationPolicy.decide())
+    scenario = ShownScenario.from_page(shown)
+    edits = None
+    if action == "edit":
+        current = curation.scenario_detail(session, scenario_id=scenario.scenario_id)["scenario"]
+        edits = decisions.form_edits(current, dict(form or {}))
+    status = decide(
+        session,
+        caller=caller,
+        scenario_id=scenario.scenario_id,
+        action=action,
+        reason=reason,
+        edits=edits,
+        revision=scenario.revision,
+    )
+    return scenario, status
 
 
 def publish(
@@ -160,3 +211,12 @@ def write_aggregation(
     """
     authorize(caller, CurationPolicy.aggregate())
     return aggregation.write_aggregation(session, campaign=campaign or None, actor=caller.username, answers=answers)
+
+
+def rater_agreement(session: Session, *, caller: UserPublic, campaign: str | None) -> RaterAgreement:
+    """The LLM rater against the humans on a pairwise campaign (``studio.services.rater``; ``h2h rater-agreement``
+    prints the same)."""
+    authorize(caller, CurationPolicy.read())
+    if not campaign:
+        raise InvalidInput("campaign: choose a pairwise campaign")
+    return rater.llm_human_agreement(session, campaign=campaign)

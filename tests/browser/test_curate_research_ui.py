@@ -126,6 +126,9 @@ def open_hostile_scenario(page: object, curation: Studio) -> None:
     inert text."""
     sign_in(page, curation, "curator01")
     page.get_by_role("tab", name="Curate").click()  # type: ignore[attr-defined]
+    # The first page of scenarios is listed as soon as the page loads, before any search.
+    wait_for_text(page, "#h2h-browse-summary", "match")
+    assert page.locator("#h2h-scenarios tbody tr").count() > 0  # type: ignore[attr-defined]
     choose(page, "h2h-filter-subtask", "dialogue_schedule")
     page.click("#h2h-search")  # type: ignore[attr-defined]
     wait_for_text(page, "#h2h-browse-summary", "1 match")
@@ -147,8 +150,8 @@ def open_hostile_scenario(page: object, curation: Studio) -> None:
 def reject_without_then_with_a_reason(page: object, curation: Studio) -> None:
     """Rejecting without a reason is refused and stores nothing; with one, the decision and its audit entry land."""
     page.locator("#h2h-action").get_by_text("Reject", exact=True).click()  # type: ignore[attr-defined]
-    page.click("#h2h-decide")  # type: ignore[attr-defined]  # no reason: refused, nothing stored
-    page.wait_for_selector(".toast-body, [data-testid='toast-body']", timeout=UI_WAIT_MS)  # type: ignore[attr-defined]
+    page.click("#h2h-decide")  # type: ignore[attr-defined]  # no reason: refused (a message), nothing stored
+    wait_for_text(page, "#h2h-decision-message", "Not saved — reason: a reason is required")
     assert read_store(curation, select(ScenarioStatus).where(ScenarioStatus.scenario_id == HOSTILE_ID)) == []
     fill(page, "h2h-reason", "Not a companion conversation.")
     page.click("#h2h-decide")  # type: ignore[attr-defined]
@@ -214,15 +217,14 @@ def test_an_annotator_sees_neither_tab_and_is_refused_by_their_handlers(curation
         assert client.post("/login", data={"username": "annotator01", "password": PASSWORD}).status_code == 303
         session_hash = uuid.uuid4().hex
         calls = [
-            ("h2h-search", ["", "", "", "", 25, 1]),
+            ("h2h-search", ["", "", "", "", "", "id", 25, 1]),
             ("h2h-open", ["b-dialogue-2"]),
-            ("h2h-decide", ["b-dialogue-2", "reject", "an annotator's crafted request", ""]),
             ("h2h-publish", ["annotator-version", ""]),
             ("h2h-versions-refresh", []),
             ("h2h-prepare-download", [None, "csv"]),
             ("h2h-aggregate", [None]),
             ("h2h-audit-refresh", []),
-        ]  # the Research tab's handlers: tests/browser/test_research_page.py
+        ]  # the Research tab's handlers: tests/browser/test_research_page.py; h2h-decide: test_curate_decisions.py
         for elem_id, data in calls:
             result = call_gradio_event(client, session_hash, elem_id, "click", data)
             assert result["success"] is False, elem_id

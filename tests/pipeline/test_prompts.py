@@ -181,3 +181,14 @@ def test_build_messages_without_user_input_ends_with_the_history() -> None:
     scenario = Scenario(id="up-1", subtask="dialogue_base", reference="ok")
     messages = build_messages(scenario, "without_sap")
     assert [message["role"] for message in messages] == ["system"]
+
+
+def test_context_fields_are_the_placeholders_a_subtask_prompt_fills() -> None:
+    """The studio shows an annotator the context the model was prompted with (``studio.services.content``)."""
+    from pipeline.prompts import CONTEXT_ORDER, context_fields
+
+    assert context_fields("recollection_refinement") == ("memories",)
+    assert context_fields("itinerary_middle") == ("date", "location", "schedule", "routine", "hobbies")
+    assert context_fields("itinerary_response") == ("date", "location", "schedule", "feedback")
+    assert context_fields("dialogue_base") == ()
+    assert context_fields("no_such_subtask") == CONTEXT_ORDER

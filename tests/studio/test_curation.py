@@ -124,8 +124,8 @@ def test_decisions_need_a_reason_are_audited_and_outrank_aggregation(
     assert ids(page) == ["dlg-1", "iti-1"]
     assert detail["scenario"]["reference"] == "我在这里陪着你。你现在安全吗？"
     assert detail["ingested"]["reference"] == "I'm here with you. Are you safe right now?"
-    assert detail["status"]["status"] == "needs_revision"  # an edit keeps the status and its decider
-    assert detail["status"]["decided_by"] == "crowd:vote"
+    assert detail["status"]["status"] == "accepted"  # an edit is an edit-and-accept, in one step
+    assert detail["status"]["decided_by"] == "curator:curator"
 
 
 def test_audit_entries_newest_first_filtered_and_limited(aggregated: Engine, users: dict[str, UserPublic]) -> None:

@@ -82,13 +82,21 @@ def scenario_view(engine: Engine, session_token: str, scenario_id: str) -> views
 
 
 def decide(
-    engine: Engine, session_token: str, scenario_id: str | None, action: str, reason: str, edits: Any = None
+    engine: Engine, session_token: str, scenario_id: str | None, action: str, reason: str, **changes: str
 ) -> str:
-    status = as_caller(
+    """What the page's Save does: decide on the scenario shown (``scenario_id``, None: none is shown) at the
+    revision it was shown at, the edit form filled with the scenario's values and ``changes``."""
+
+    def shown(session: Any, caller: UserPublic) -> tuple[str, dict[str, str]]:
+        detail = curate.scenario_detail(session, caller=caller, scenario_id=scenario_id or "")
+        return curate.ShownScenario.of(detail).to_page(), views.scenario_view("", detail, []).form
+
+    page, form = as_caller(engine, session_token, shown) if scenario_id else ("", {})
+    _, status = as_caller(
         engine,
         session_token,
-        lambda s, c: curate.decide(
-            s, caller=c, scenario_id=scenario_id or "", action=action, reason=reason, edits=edits
+        lambda s, c: curate.decide_shown(
+            s, caller=c, shown=page, action=action, reason=reason, form={**form, **changes}
         ),
         write=True,
     )
@@ -233,16 +241,16 @@ def test_decisions_need_a_reason_and_are_audit_logged(voted: Engine, tokens: Tok
     curator = tokens["curator"]
     with pytest.raises(InvalidInput, match="reason"):
         decide(voted, curator, "dlg-1", "reject", "   ")
-    with pytest.raises(InvalidInput, match="scenario_id"):
+    with pytest.raises(InvalidInput, match="no scenario is open"):
         decide(voted, curator, None, "reject", "why")
     assert decide(voted, curator, "dlg-1", "reject", "duplicate of dlg-2") == ("dlg-1: reject saved (status rejected).")
-    with pytest.raises(InvalidInput, match="edits: not valid JSON"):
-        decide(voted, curator, "dlg-2", "edit", "typo", "{reference: oops")
-    with pytest.raises(InvalidInput, match="edits: must be a JSON object"):
-        decide(voted, curator, "dlg-2", "edit", "typo", '["x"]')
-    with pytest.raises(InvalidInput, match=r"edits\.model"):
-        decide(voted, curator, "dlg-2", "edit", "typo", '{"model": "x"}')
-    decide(voted, tokens["admin"], "dlg-2", "edit", "typo", json.dumps({"reference": "新的参考回复"}))
+    with pytest.raises(InvalidInput, match="edits.reference: String should have at least 1 character"):
+        decide(voted, curator, "dlg-2", "edit", "typo", reference="")
+    with pytest.raises(InvalidInput, match="nothing was changed"):
+        decide(voted, curator, "dlg-2", "edit", "typo")
+    assert decide(voted, tokens["admin"], "dlg-2", "edit", "typo", reference="新的参考回复") == (
+        "dlg-2: edit saved (status accepted)."
+    )
 
     log = audit_log(voted, tokens["researcher"])
     assert list(log["action"][:2]) == ["scenario.edit", "scenario.reject"]

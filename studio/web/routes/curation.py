@@ -21,10 +21,13 @@ def scenarios(
     status: str | None = None,
     agreement_below: float | None = None,
     disagreement: bool | None = None,
+    flagged: bool | None = None,
+    order: str = "id",
     page: int = 1,
     page_size: int = 50,
 ) -> Page:
-    """Scenarios with their review state, filtered and paged (a page past the end answers the last page)."""
+    """Scenarios with their review state, filtered and paged (a page past the end answers the last page);
+    ``flagged``: with refine flags; ``order=uncertainty``: the LLM pre-screen's most uncertain first."""
     with caller.reading() as (session, user):
         return curate.browse_scenarios(
             session,
@@ -33,6 +36,8 @@ def scenarios(
             status=status,
             agreement_below=agreement_below,
             disagreement=disagreement,
+            flagged=flagged,
+            order=order,
             page=page,
             page_size=page_size,
         )
@@ -73,10 +78,17 @@ def scenario(scenario_id: str, caller: CallerDep) -> dict[str, Any]:
 
 @router.post("/scenarios/{scenario_id}/decision", response_model=ScenarioStatusPublic)
 def decide(scenario_id: str, body: DecisionIn, caller: CallerDep) -> ScenarioStatusPublic:
-    """Accept, edit or reject the scenario, with a reason (audit-logged)."""
+    """Accept, edit-and-accept or reject the scenario, with a reason (audit-logged); 409 when ``revision`` is not the
+    scenario's current one."""
     with caller.writing() as (session, user):
         return curate.decide(
-            session, caller=user, scenario_id=scenario_id, action=body.action, reason=body.reason, edits=body.edits
+            session,
+            caller=user,
+            scenario_id=scenario_id,
+            action=body.action,
+            reason=body.reason,
+            edits=body.edits,
+            revision=body.revision,
         )
 
 

@@ -191,6 +191,7 @@ def test_refine_resumes_to_the_clean_result(tmp_path: Path, fake_openai: FakeOpe
     clean = CliRunner().invoke(build_cli(), ["refine", str(source), "--out", str(tmp_path / "clean"), *common])
     assert clean.exit_code == 0, clean.output
     assert "queue for people" in clean.output
+    assert "cleaned.jsonl, preprocess_report.jsonl, prescreen.jsonl, queue.jsonl" in clean.output
     fake_openai.faults_when_contains = {"参考2": Fault("400")}  # this scenario's calls fail for good
     broken = CliRunner().invoke(build_cli(), ["refine", str(source), "--out", str(tmp_path / "resumed"), *common])
     assert broken.exit_code == 1 and "rerun the same command" in broken.output
@@ -210,3 +211,4 @@ def test_refine_without_a_judge(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     queue = read_records(tmp_path / "r" / "queue.jsonl", QueueItem)
     assert {item.source for item in queue} == {"preprocess"} and len(queue) == 3
+    assert "cleaned.jsonl, preprocess_report.jsonl, queue.jsonl" in result.output  # no prescreen.jsonl without a judge

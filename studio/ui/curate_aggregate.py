@@ -1,0 +1,61 @@
+"""The Curate page's Aggregation tab: run the campaigns' aggregation rules, and compare the LLM rater with the
+people on a pairwise campaign (``studio.services.rater``: the numbers ``h2h rater-agreement`` prints)."""
+
+# No `from __future__ import annotations` here: Gradio injects `gr.Request` only when it can resolve
+# a handler's annotations, and `gradio` is imported inside functions (it is heavy).
+from typing import Any
+
+import pandas as pd
+
+from studio.ui import curate_views as views
+from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
+from studio.ui.tables import table
+from studio.usecases import curate
+
+
+class AggregationPanel:
+    """The campaign picker, the aggregation run and the LLM-rater comparison."""
+
+    def __init__(self, open_context: OpenContext) -> None:
+        self.open_context = open_context
+
+    def build(self) -> None:
+        import gradio as gr
+
+        with gr.Row():
+            self.campaign = gr.Dropdown([], label="Campaign (empty: all)", elem_id="h2h-aggregate-campaign")
+            self.aggregate = gr.Button("Run aggregation", variant="primary", elem_id="h2h-aggregate")
+        self.aggregation = table("What aggregation found and changed", "h2h-aggregation")
+        self.rater = gr.Button("Compare the LLM rater with the humans (pairwise)", elem_id="h2h-rater-agreement")
+        self.rater_table = table("The LLM rater against the humans' majority", "h2h-rater-table")
+        self.aggregate.click(
+            self._on_aggregate(),
+            inputs=[self.campaign],
+            outputs=[self.aggregation],
+            trigger_mode="once",
+            api_visibility="private",
+        )
+        self.rater.click(self._on_rater(), inputs=[self.campaign], outputs=[self.rater_table], api_visibility="private")
+
+    def _on_aggregate(self) -> Any:
+        import gradio as gr
+
+        def on_aggregate(campaign: str | None, request: gr.Request) -> pd.DataFrame:
+            context = self.open_context(request)
+            with refused_as_gradio_errors():
+                with context.reading() as (session, caller):  # the long read, off the write lock
+                    answers = curate.answers_to_aggregate(session, caller=caller, campaign=campaign)
+                with context.writing() as (session, caller):
+                    summaries = curate.write_aggregation(session, caller=caller, campaign=campaign, answers=answers)
+            return views.aggregation_frame(summaries)
+
+        return on_aggregate
+
+    def _on_rater(self) -> Any:
+        import gradio as gr
+
+        def on_rater(campaign: str | None, request: gr.Request) -> pd.DataFrame:
+            with reading(self.open_context, request) as (session, caller):
+                return views.rater_frame(curate.rater_agreement(session, caller=caller, campaign=campaign))
+
+        return on_rater
