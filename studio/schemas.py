@@ -282,6 +282,8 @@ class WorkflowSchema(SchemaModel):
     type: str  # the workflow family results code keys on, e.g. crowd_vote; a new family needs no code
     title: str
     instructions: str = ""
+    #: What to look for, with worked examples (Markdown, shown in a "Guidelines and examples" panel of the form).
+    guidelines: str = ""
     target: TargetKind
     target_filter: TargetFilter = Field(default_factory=TargetFilter)
     people_per_item: int = Field(ge=1, le=1000)

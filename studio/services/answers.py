@@ -12,7 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
 from studio.db import lock_campaign, lock_item
-from studio.models import Answer, AnswerPublic, AnswerRevision, Campaign, Item, UserPublic, utc_now
+from studio.models import Answer, AnswerPublic, AnswerRevision, Lease, UserPublic, utc_now
 from studio.schemas import AnswerValidationError, FreeText, Pairwise, WorkflowSchema
 from studio.services.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.services.queue import (
@@ -373,25 +373,24 @@ def my_answer(session: Session, *, campaign: str, user: UserPublic, item_id: int
     return AnswerPublic.model_validate(answer)
 
 
-def campaign_progress(session: Session, campaign: Campaign | CampaignState) -> dict[str, int]:
-    """``answers`` stored, ``items`` in the campaign and ``complete_items`` (answers reached the quota)."""
-    items, answers, complete = session.execute(
-        select(
-            func.count(col(Item.id)),
-            func.coalesce(func.sum(col(Item.answer_count)), 0),
-            func.count(col(Item.id)).filter(col(Item.answer_count) >= campaign.people_per_item),
-        ).where(col(Item.campaign_id) == campaign.id)
-    ).one()
-    return {"answers": int(answers), "items": int(items), "complete_items": int(complete)}
-
-
-def progress(session: Session, *, campaign: str, user: UserPublic) -> dict[str, Any]:
-    """The person's answer count in the campaign, and the campaign's progress."""
+def my_answers(session: Session, *, campaign: str, user: UserPublic) -> list[AnswerPublic]:
+    """The person's answers in the campaign, the latest changed first."""
     found = campaign_state(session, campaign)
-    mine = session.execute(
-        select(func.count(col(Answer.id))).where(col(Answer.campaign_id) == found.id, col(Answer.user_id) == user.id)
-    ).scalar_one()
-    return {"campaign": found.name, "mine": {"answers": int(mine)}, "overall": campaign_progress(session, found)}
+    rows = session.execute(
+        select(Answer)
+        .where(col(Answer.campaign_id) == found.id, col(Answer.user_id) == user.id)
+        .order_by(col(Answer.updated_at).desc(), col(Answer.id).desc())
+    ).scalars()
+    return [AnswerPublic.model_validate(row) for row in rows]
+
+
+def has_seen_item(session: Session, *, campaign: CampaignState, user: UserPublic, item_id: int) -> bool:
+    """Whether the item was ever handed to the person (a lease of theirs on it, live or not): the items whose
+    content they may read again (whole texts, their own answers)."""
+    query = select(func.count(col(Lease.id))).where(
+        col(Lease.campaign_id) == campaign.id, col(Lease.user_id) == user.id, col(Lease.item_id) == item_id
+    )
+    return int(session.execute(query).scalar_one()) > 0
 
 
 def values_as_shown(session: Session, *, campaign: str, user: UserPublic, answer: AnswerPublic) -> dict[str, Any]:

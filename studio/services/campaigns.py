@@ -16,9 +16,10 @@ from studio.models import Answer, AuditLog, Campaign, CampaignPublic, Item, Resp
 from studio.models.types import stored_id
 from studio.policies import ROLES
 from studio.schemas import AnswerValidationError, WorkflowSchema
-from studio.services.answers import campaign_progress
 from studio.services.errors import Conflict, InvalidInput, NotFound
+from studio.services.progress import campaign_progress
 from studio.services.queue import get_campaign
+from studio.services.review_order import order_by_uncertainty
 
 
 class TargetSelection(BaseModel):
@@ -175,7 +176,7 @@ def create_campaign(
     quota = people_per_item or schema.people_per_item
     if quota < schema.min_people_per_item:
         raise InvalidInput(f"people_per_item: {schema.name} needs at least {schema.min_people_per_item}")
-    targets = select_targets(session, schema, selection)
+    targets = order_by_uncertainty(session, select_targets(session, schema, selection))
     gold_answers = _gold_rows(session, schema, gold or [])
     known = {(row["scenario_id"], row["response_id"], row["response_b_id"]) for row in targets}
     targets += [
@@ -247,17 +248,20 @@ def campaign_summaries(session: Session, campaigns: Iterable[CampaignPublic] | N
         campaign = session.get(Campaign, public.id)
         if campaign is None:
             raise NotFound(f"campaign: {public.name!r} vanished")
-        summaries.append(
-            CampaignSummary(
-                name=campaign.name,
-                schema_name=campaign.schema_name,
-                title=str(campaign.schema_snapshot.get("title", "")),
-                status=campaign.status,
-                people_per_item=campaign.people_per_item,
-                progress=campaign_progress(session, campaign),
-            )
-        )
+        summaries.append(CampaignSummary(**_summary_fields(session, campaign)))
     return summaries
+
+
+def _summary_fields(session: Session, campaign: Campaign) -> dict[str, Any]:
+    """What :class:`CampaignSummary` says of ``campaign`` (its progress counted in ``session``)."""
+    return {
+        "name": campaign.name,
+        "schema_name": campaign.schema_name,
+        "title": str(campaign.schema_snapshot.get("title", "")),
+        "status": campaign.status,
+        "people_per_item": campaign.people_per_item,
+        "progress": campaign_progress(session, campaign),
+    }
 
 
 def schema_snapshots(session: Session) -> list[dict[str, Any]]:
@@ -288,12 +292,7 @@ def campaign_overviews(session: Session) -> list[CampaignOverview]:
     rows = session.execute(select(Campaign).order_by(col(Campaign.name))).scalars().all()
     return [
         CampaignOverview(
-            name=campaign.name,
-            schema_name=campaign.schema_name,
-            title=str(campaign.schema_snapshot.get("title", "")),
-            status=campaign.status,
-            people_per_item=campaign.people_per_item,
-            progress=campaign_progress(session, campaign),
+            **_summary_fields(session, campaign),
             eligible_roles=list(campaign.eligible_roles),
             people=int(people.get(campaign.id, 0)),
             created_by=campaign.created_by,

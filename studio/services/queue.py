@@ -26,7 +26,7 @@ from sqlmodel import Session, col
 from studio.db import lock_campaign
 from studio.models import Campaign, Skip, UserPublic, utc_now
 from studio.schemas import WorkflowSchema
-from studio.services.content import build_item_content, pair_is_swapped
+from studio.services.content import DISPLAY_CHARS, build_item_content, pair_is_swapped
 from studio.services.errors import Conflict, NotFound, PermissionDenied
 from studio.services.queue_rows import (
     CampaignState,
@@ -147,8 +147,11 @@ def _response_with_score(session: Session, response_id: int) -> tuple[Any, Any]:
     return response, score_row(session, response_id)
 
 
-def item_content(session: Session, campaign: CampaignState, item: Any, user_id: int) -> dict[str, Any]:
-    """The whitelisted content of ``item`` (an item row) as person ``user_id`` sees it (pairs in their A/B order)."""
+def item_content(
+    session: Session, campaign: CampaignState, item: Any, user_id: int, *, display_chars: int | None = DISPLAY_CHARS
+) -> dict[str, Any]:
+    """The whitelisted content of ``item`` (an item row) as person ``user_id`` sees it (pairs in their A/B order),
+    long texts cut to ``display_chars`` (None: whole; see :func:`studio.services.content.build_item_content`)."""
     scenario = scenario_row(session, item.scenario_id)
     if scenario is None:
         raise NotFound(f"item: scenario {item.scenario_id!r} is gone")
@@ -159,7 +162,8 @@ def item_content(session: Session, campaign: CampaignState, item: Any, user_id: 
     else:
         response_ids = ()
     responses = [_response_with_score(session, response_id) for response_id in response_ids]
-    return build_item_content(scenario=scenario, responses=responses, reveal=list(campaign.schema.reveal))
+    reveal = list(campaign.schema.reveal)
+    return build_item_content(scenario=scenario, responses=responses, reveal=reveal, display_chars=display_chars)
 
 
 @dataclass(frozen=True, slots=True)

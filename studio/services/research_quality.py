@@ -22,6 +22,7 @@ from studio.results.aggregate import completion_quota
 from studio.results.calibration import Calibration, judge_human_calibration
 from studio.results.store_views import score_frame
 from studio.services.errors import InvalidInput
+from studio.services.progress import campaign_progress
 from studio.services.queue import campaign_schema
 from studio.services.research import choose_rows, mask_awaiting_adjudication, with_judge_labels
 
@@ -90,17 +91,9 @@ def calibration(
 
 
 def complete_items(session: Session, campaign: Campaign) -> int:
-    """How many of ``campaign``'s items are complete, as ``studio.results.aggregate.complete_answers`` counts them:
-    answered by its quota (:func:`~studio.results.aggregate.completion_quota`), or answered at all once closed."""
-    schema = campaign_schema(campaign)
-    quota = completion_quota(
-        schema.aggregation, people_per_item=campaign.people_per_item, min_people_per_item=schema.min_people_per_item
-    )
-    needed = 1 if campaign.status == "closed" else quota
-    query = select(func.count(col(Item.id))).where(
-        col(Item.campaign_id) == campaign.id, col(Item.answer_count) >= needed
-    )
-    return int(session.execute(query).scalar_one())
+    """How many of ``campaign``'s items are complete, as ``studio.results.aggregate.complete_answers`` counts them
+    (:func:`studio.services.progress.complete_at`: answered by its quota, or answered at all once closed)."""
+    return campaign_progress(session, campaign)["complete_items"]
 
 
 def _campaign_progress(session: Session) -> pd.DataFrame:

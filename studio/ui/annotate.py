@@ -6,69 +6,46 @@ campaign shows its item and the form of the schema it was created with. The item
 item the rater saw, never the one the server moved on to meanwhile. Every handler takes ``gr.Request`` and runs
 ``studio.usecases.annotate`` in one session, which authorises the caller on every call: an annotator calling an
 expert campaign's handler through ``/gradio_api/*`` is refused there, not by a hidden component.
+
+Beside the chat, a side panel shows the persona and the scenario's context (memories, schedule, date, place). A
+submit checks the whole form first (:func:`studio.ui.forms.form_problems`) and says each problem under its
+question, leaving the form as it was. "Go back" lists the person's earlier answers; opening one shows that item
+with its answer in the form, and Submit revises it (:func:`studio.usecases.annotate.revise`, as ``PUT`` does).
 """
 
 # No `from __future__ import annotations` here: Gradio injects `gr.Request` only when it can resolve
 # a handler's annotations, and `gradio` is imported inside functions (it is heavy).
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from studio.schemas import WorkflowSchema
-from studio.services.errors import Conflict, ServiceError
+from studio.services.errors import Conflict, InvalidInput, ServiceError
+from studio.ui.annotate_form import FormParts
+from studio.ui.annotate_views import Panel, panel_of, shown_questions
 from studio.ui.calls import OpenContext
-from studio.ui.forms import answers_from_form, build_component, empty_value
-from studio.ui.render import render_item, render_message, render_persona, render_progress
-from studio.ui.shown import ShownItem, form_key
+from studio.ui.forms import answers_from_form, build_component, form_problems, problem_of_error, summary_of
+from studio.ui.render import render_message
+from studio.ui.shown import ShownItem
 from studio.usecases import annotate
 from studio.usecases.annotate import AnswerLimits, Offer, Submission
+
+__all__ = ["NO_FORM_YET", "AnnotateTab", "FormParts", "campaign_choices", "panel_of"]
 
 NO_FORM_YET = (
     "This campaign was created after the studio started, from a schema it has no form for yet. "
     "Ask an administrator to restart the studio."
 )
 SHORTCUTS_HELP = (
-    "**Keyboard:** digits **1–9** choose an option in the first unanswered question, **Enter** submits, "
-    "**S** skips (not while typing in a text box)."
+    "**Keyboard:** digits choose an option of the question you are on (or the first unanswered one): "
+    "**1–9**, and for options 10 and up type both digits quickly (**1** then **0**). In a multiple-choice question "
+    "digits tick and untick. **Tab** moves between questions, **Enter** submits, **S** skips "
+    "(not while typing in a text box)."
 )
 #: A submit refused because its lease no longer holds the item (skipped or answered meanwhile, or expired and handed
 #: on): the page moves on to the rater's next item and says so.
 NOT_SAVED = "Not saved ({}). Nothing was stored for that item; the item shown now is your next one."
-
-
-@dataclass(frozen=True)
-class Panel:
-    """What the annotate page shows after an event; ``form_key`` picks the form (None: no form)."""
-
-    shown: ShownItem | None
-    chat_html: str
-    persona_html: str
-    progress_html: str
-    message_html: str
-    form_key: str | None
-
-
-def panel_of(campaign: str | None, offer: Offer | None, *, note: str | None = None) -> Panel:
-    """The page for ``offer`` (the use case's next item, schema and progress); ``note`` (e.g. "Saved.") leads."""
-    if not campaign or offer is None:
-        return Panel(None, "", "", "", render_message("Choose a campaign to start."), None)
-    counts = offer.progress["overall"]
-    progress = render_progress(
-        mine=offer.progress["mine"]["answers"],
-        answers=counts["answers"],
-        items=counts["items"],
-        complete_items=counts["complete_items"],
-    )
-    prefix = f"{note} " if note else ""
-    if offer.view is None:
-        message = render_message(prefix + "No more items for you in this campaign — thank you!", kind="done")
-        return Panel(None, "", "", progress, message, None)
-    content = dict(offer.view.content)
-    message = render_message(prefix + "Answer the questions below, then submit.")
-    shown = ShownItem.of(campaign, offer.view)
-    return Panel(
-        shown, render_item(content), render_persona(content.get("persona")), progress, message, form_key(offer.schema)
-    )
+#: Where the panel's outputs sit in every handler's output list (tests index by them too).
+SHOWN, CHAT, PERSONA, PROGRESS, MESSAGE, CONTEXT, SHOW_ALL = range(7)
 
 
 def campaign_choices(campaigns: list[Any]) -> list[tuple[str, str]]:
@@ -85,14 +62,22 @@ class AnnotateTab:
         self.open_context = open_context
         self.limits = limits or AnswerLimits()
         self.schemas = schemas
-        self.forms: dict[str, Any] = {}
-        self.fields: dict[str, list[Any]] = {}
-        self.buttons: dict[str, tuple[Any, Any]] = {}
+        self.parts: dict[str, FormParts] = {}
         self.elem_names: dict[str, str] = {}  # form key -> the name in its element ids
+
+    @property
+    def forms(self) -> dict[str, Any]:
+        return {key: parts.column for key, parts in self.parts.items()}
+
+    @property
+    def fields(self) -> dict[str, list[Any]]:
+        return {key: parts.fields for key, parts in self.parts.items()}
 
     def build(self) -> None:
         """Create the tab's components inside the current ``gr.Blocks`` and wire their events."""
         import gradio as gr
+
+        from studio.ui.annotate_revise import build_revise
 
         with gr.Row():
             self.campaign = gr.Dropdown(label="Campaign", choices=[], value=None, elem_id="h2h-campaign", scale=4)
@@ -101,13 +86,23 @@ class AnnotateTab:
         self.message = gr.HTML(render_message("Choose a campaign to start."), elem_id="h2h-message", js_on_load=None)
         # The item and lease on screen, sent back with every submit and skip (see studio.ui.shown).
         self.shown = gr.Textbox(value="", visible="hidden", interactive=False, elem_id="h2h-shown-item")
-        with gr.Accordion("Persona (the companion's character sheet)", open=False, elem_id="h2h-persona-box"):
-            self.persona = gr.HTML(elem_id="h2h-persona", js_on_load=None)
-        self.chat = gr.HTML(elem_id="h2h-chat", js_on_load=None)
+        self.revise = build_revise(self)
+        with gr.Row(elem_id="h2h-item"):
+            with gr.Column(scale=3):
+                self.chat = gr.HTML(elem_id="h2h-chat", js_on_load=None)
+                self.show_all = gr.Button("Show the whole text", visible=False, elem_id="h2h-show-all", size="sm")
+            with gr.Column(scale=2, elem_id="h2h-side"):
+                with gr.Accordion("Persona (the companion's character sheet)", open=True, elem_id="h2h-persona-box"):
+                    self.persona = gr.HTML(elem_id="h2h-persona", js_on_load=None)
+                with gr.Accordion(
+                    "What the companion knew (memories, schedule, date, place)", elem_id="h2h-context-box"
+                ):
+                    self.context = gr.HTML(elem_id="h2h-context", js_on_load=None)
         for key, schema in self.schemas.items():
             self._build_form(key, schema)
         gr.Markdown(SHORTCUTS_HELP, elem_id="h2h-shortcuts")
         self._wire()
+        self.revise.wire()
 
     def _build_form(self, key: str, schema: WorkflowSchema) -> None:
         import gradio as gr
@@ -115,69 +110,136 @@ class AnnotateTab:
         # Element ids name the schema; a second version of one schema adds its digest so ids stay unique.
         name = schema.name if schema.name not in self.elem_names.values() else key.replace("@", "-")
         self.elem_names[key] = name
-        with gr.Column(visible=False, elem_id=f"h2h-form-{name}", elem_classes=["h2h-form"]) as form:
+        with gr.Column(visible=False, elem_id=f"h2h-form-{name}", elem_classes=["h2h-form"]) as column:
+            parts = FormParts(key, schema, column)
             gr.Markdown(f"### {schema.title}\n\n{schema.instructions}")
-            fields = [build_component(question, elem_id=f"q-{name}-{question.id}") for question in schema.questions]
+            if schema.guidelines:
+                with gr.Accordion("Guidelines and examples", open=False, elem_id=f"h2h-guidelines-{name}"):
+                    gr.Markdown(schema.guidelines)
+            for question in schema.questions:
+                with gr.Column(visible=not question.when, elem_id=f"q-box-{name}-{question.id}") as box:
+                    parts.fields.append(build_component(question, elem_id=f"q-{name}-{question.id}"))
+                    error = gr.HTML(
+                        "",
+                        elem_id=f"err-{name}-{question.id}",
+                        elem_classes=["h2h-field-error-box"],
+                        js_on_load=None,
+                        padding=False,
+                        visible=False,  # shown with its first error (FormParts.values)
+                    )
+                    parts.errors.append(error)
+                if question.when:
+                    parts.boxes[question.id] = box
             with gr.Row():
-                submit_button = gr.Button("Submit (Enter)", variant="primary", elem_classes=["h2h-submit"])
-                skip_button = gr.Button("Skip (S)", elem_classes=["h2h-skip"])
-        self.forms[key], self.fields[key] = form, fields
-        self.buttons[key] = (submit_button, skip_button)
+                parts.submit = gr.Button("Submit (Enter)", variant="primary", elem_classes=["h2h-submit"])
+                parts.skip = gr.Button("Skip (S)", elem_classes=["h2h-skip"])
+        self.parts[key] = parts
 
-    def _panel_outputs(self) -> list[Any]:
-        return [self.shown, self.chat, self.persona, self.progress, self.message, *self.forms.values()]
+    def panel_outputs(self) -> list[Any]:
+        return [
+            self.shown,
+            self.chat,
+            self.persona,
+            self.progress,
+            self.message,
+            self.context,
+            self.show_all,
+            *self.forms.values(),
+        ]
 
     def panel_values(self, panel: Panel) -> list[Any]:
-        """``panel`` as values of :meth:`_panel_outputs`."""
+        """``panel`` as values of :meth:`panel_outputs`."""
         import gradio as gr
 
-        visibility = [gr.Column(visible=(key == panel.form_key)) for key in self.forms]
+        visibility = [gr.Column(visible=(key == panel.form_key)) for key in self.parts]
         message = panel.message_html
-        if panel.form_key is not None and panel.form_key not in self.forms:
+        if panel.form_key is not None and panel.form_key not in self.parts:
             # Forms are built when the studio starts: a campaign created since with a new schema version has none.
             message = render_message(NO_FORM_YET, kind="error")
         shown = panel.shown.to_page() if panel.shown is not None else ""
-        return [shown, panel.chat_html, panel.persona_html, panel.progress_html, message, *visibility]
+        progress = gr.skip() if panel.progress_html is None else panel.progress_html
+        return [
+            shown,
+            panel.chat_html,
+            panel.persona_html,
+            progress,
+            message,
+            panel.context_html,
+            gr.Button(visible=panel.has_cuts),
+            *visibility,
+        ]
 
-    def _error_values(self, error: Exception, *, form: str | None) -> list[Any]:
+    def error_values(self, error: Exception | str, *, form: str | None) -> list[Any]:
         """Show why the event failed (a ServiceError's text is safe to show). With ``form`` (the form the event came
         from) the item stays on screen, its answers untouched; without, the page shows no item."""
         import gradio as gr
 
         # Layouts cannot take gr.skip(): their visibility is restated instead.
-        visibility = [gr.Column(visible=(key == form)) for key in self.forms]
+        visibility = [gr.Column(visible=(key == form)) for key in self.parts]
         message = render_message(str(error), kind="error")
         if form is not None:
-            return [gr.skip()] * 4 + [message, *visibility]
-        return ["", "", "", gr.skip(), message, *visibility]
+            return [gr.skip()] * 4 + [message, gr.skip(), gr.skip(), *visibility]
+        return ["", "", "", gr.skip(), message, "", gr.Button(visible=False), *visibility]
 
     def _wire(self) -> None:
         self.refresh.click(self._load_campaigns(), outputs=[self.campaign], api_visibility="private")
         # Blur the dropdown once the item is shown, so the keyboard shortcuts work without an extra click.
         shown = self.campaign.change(
-            self._choose(), inputs=[self.campaign], outputs=self._panel_outputs(), api_visibility="private"
+            self._choose(),
+            inputs=[self.campaign],
+            outputs=[*self.panel_outputs(), self.revise.mine],
+            api_visibility="private",
         )
         shown.then(None, js="() => { if (document.activeElement) document.activeElement.blur(); }")
-        for key, schema in self.schemas.items():
-            submit_button, skip_button = self.buttons[key]
-            fields = self.fields[key]
-            outputs = [*self._panel_outputs(), *fields]
+        self.show_all.click(
+            self.revise.show_all_handler(),
+            inputs=[self.shown],
+            outputs=[self.chat, self.show_all, self.message],
+            api_visibility="private",
+        )
+        for parts in self.parts.values():
+            outputs = [*self.panel_outputs(), *parts.outputs()]
             # A set of inputs reaches the handler as one {component: value} dict, which leaves room for the
             # `request` parameter Gradio injects (it cannot follow a *values parameter).
-            submit_button.click(
-                self._submit_handler(schema, fields),
-                inputs={self.shown, *fields},
+            parts.submit.click(
+                self._submit_handler(parts),
+                inputs={self.shown, *parts.fields},
                 outputs=outputs,
                 api_visibility="private",
                 trigger_mode="once",
             )
-            skip_button.click(
-                self._skip_handler(schema),
+            parts.skip.click(
+                self._skip_handler(parts),
                 inputs=[self.shown],
                 outputs=outputs,
                 api_visibility="private",
                 trigger_mode="once",
             )
+            self._wire_conditions(parts)
+
+    def _wire_conditions(self, parts: FormParts) -> None:
+        """Show a conditional question once the answers it depends on hold (computed from the form's values alone;
+        the caller is still resolved first, as on every handler)."""
+        if not parts.boxes:
+            return
+        import gradio as gr
+
+        def visibility(data: dict[Any, Any], request: gr.Request) -> dict[Any, Any]:
+            try:
+                with self.open_context(request).reading():
+                    pass
+            except ServiceError:
+                return {box: gr.update() for box in parts.boxes.values()}
+            # A dict by component: with one output, Gradio would take a returned list as that output's value.
+            shown = shown_questions(parts.schema, [data[component] for component in parts.fields])
+            return {box: gr.Column(visible=shown[question]) for question, box in parts.boxes.items()}
+
+        controlling = {other for question in parts.schema.questions for other in (question.when or {})}
+        for question, component in zip(parts.schema.questions, parts.fields, strict=True):
+            if question.id in controlling:
+                component.change(
+                    visibility, inputs={*parts.fields}, outputs=list(parts.boxes.values()), api_visibility="private"
+                )
 
     def campaign_picker(self, session: Any, caller: Any) -> Any:
         """The campaign picker's choices for the caller (the open campaigns they may answer)."""
@@ -197,7 +259,7 @@ class AnnotateTab:
 
         return load_campaigns
 
-    def _offer(self, campaign: str, request: Any, before: Callable[[Any, Any], None] | None = None) -> Offer:
+    def offer(self, campaign: str, request: Any, before: Callable[[Any, Any], None] | None = None) -> Offer:
         """In one write session: ``before(session, caller)`` (a submit, a skip), then the caller's next item."""
         with self.open_context(request).writing() as (session, caller):
             if before is not None:
@@ -209,85 +271,111 @@ class AnnotateTab:
     def _moved_on(self, campaign: str, why: str, request: Any, form: str) -> list[Any]:
         """The rater's next item, led by ``why`` as an error; if even that fails, the error alone."""
         try:
-            panel = panel_of(campaign, self._offer(campaign, request))
+            panel = panel_of(campaign, self.offer(campaign, request))
         except ServiceError as error:
-            return self._error_values(ServiceError(f"{why} ({error})"), form=form)
+            return self.error_values(ServiceError(f"{why} ({error})"), form=form)
         values = self.panel_values(panel)
-        values[4] = render_message(why, kind="error")
+        values[MESSAGE] = render_message(why, kind="error")
         return values
 
     def _choose(self) -> Callable[..., list[Any]]:
         import gradio as gr
 
         def choose(campaign: str | None, request: gr.Request) -> list[Any]:
+            cleared = gr.Dropdown(choices=[], value=None)  # the earlier answers listed were another campaign's
             try:
-                offer = self._offer(campaign, request) if campaign else None
-                return self.panel_values(panel_of(campaign, offer))
+                offer = self.offer(campaign, request) if campaign else None
+                return [*self.panel_values(panel_of(campaign, offer)), cleared]
             except ServiceError as error:
-                return self._error_values(error, form=None)
+                return [*self.error_values(error, form=None), cleared]
 
         return choose
 
-    def _submit_handler(self, schema: WorkflowSchema, fields: list[Any]) -> Callable[..., list[Any]]:
+    def _refused(self, parts: FormParts, values: list[Any], problems: dict[str, str]) -> list[Any]:
+        """The form kept as it is, each problem under its question and a summary above."""
+        message = summary_of(parts.schema, problems)
+        return self.error_values(message, form=parts.key) + parts.values(values, problems, keep=True)
+
+    def _store(self, parts: FormParts, shown: ShownItem, values: list[Any], request: Any) -> Offer:
+        """Submit (or, for an answer opened to revise, revise) the form's answers, then the caller's next item."""
+        answers = answers_from_form(parts.schema, values)
+
+        def store(session: Any, caller: Any) -> None:
+            if shown.revising:
+                annotate.revise(
+                    session,
+                    caller=caller,
+                    campaign=shown.campaign,
+                    item_id=shown.item_id,
+                    values=answers,
+                    seconds_spent=shown.seconds_on_screen(),
+                    limits=self.limits,
+                )
+                return
+            submission = Submission(
+                item_id=shown.item_id,
+                lease_id=shown.lease_id or "",
+                submission_id=shown.submission_id,
+                answers=answers,
+                seconds_spent=shown.seconds_on_screen(),
+            )
+            annotate.submit(session, caller=caller, campaign=shown.campaign, submission=submission, limits=self.limits)
+
+        return self.offer(shown.campaign, request, store)
+
+    def _submit_handler(self, parts: FormParts) -> Callable[..., list[Any]]:
         import gradio as gr
 
-        resets = [empty_value(question) for question in schema.questions]
-        form = form_key(schema)
-
         def on_submit(data: dict[Any, Any], request: gr.Request) -> list[Any]:
-            values = [data[component] for component in fields]
-            kept = [gr.skip()] * len(values)
+            values = [data[component] for component in parts.fields]
+            kept = parts.values(values, keep=True)
             try:
                 shown = ShownItem.from_page(data[self.shown])
-                if shown is None:  # a late second press after the last item: nothing is on screen to answer
-                    return self._error_values(ServiceError("Nothing to submit."), form=None) + kept
-                submission = Submission(
-                    item_id=shown.item_id,
-                    lease_id=shown.lease_id,
-                    submission_id=shown.submission_id,
-                    answers=answers_from_form(schema, values),
-                    seconds_spent=shown.seconds_on_screen(),
-                )
             except ServiceError as error:
-                return self._error_values(error, form=form) + kept
-            campaign = shown.campaign
-
-            def store(session: Any, caller: Any) -> None:
-                annotate.submit(session, caller=caller, campaign=campaign, submission=submission, limits=self.limits)
-
+                return self.error_values(error, form=parts.key) + kept
+            if shown is None:  # a late second press after the last item: nothing is on screen to answer
+                return self.error_values(ServiceError("Nothing to submit."), form=None) + kept
+            problems = form_problems(parts.schema, values)
+            if problems:
+                return self._refused(parts, values, problems)
             try:
-                offer = self._offer(campaign, request, store)
+                offer = self._store(parts, shown, values, request)
             except Conflict as error:  # nothing was stored: move on to the rater's next item, saying why
-                return self._moved_on(campaign, NOT_SAVED.format(error), request, form) + resets
+                return self._moved_on(shown.campaign, NOT_SAVED.format(error), request, parts.key) + parts.reset()
+            except InvalidInput as error:  # a limit only the server knows (the studio's text limit)
+                about = problem_of_error(parts.schema, str(error))
+                if about is not None:
+                    return self._refused(parts, values, dict([about]))
+                return self.error_values(error, form=parts.key) + kept
             except ServiceError as error:
-                return self._error_values(error, form=form) + kept
-            return self.panel_values(panel_of(campaign, offer, note="Saved.")) + resets
+                return self.error_values(error, form=parts.key) + kept
+            note = "Saved your revised answer." if shown.revising else "Saved."
+            return self.panel_values(panel_of(shown.campaign, offer, note=note)) + parts.reset()
 
         return on_submit
 
-    def _skip_handler(self, schema: WorkflowSchema) -> Callable[..., list[Any]]:
+    def _skip_handler(self, parts: FormParts) -> Callable[..., list[Any]]:
         import gradio as gr
 
-        resets = [empty_value(question) for question in schema.questions]
-        form = form_key(schema)
-
         def on_skip(shown_text: str | None, request: gr.Request) -> list[Any]:
-            kept = [gr.skip()] * len(resets)
+            kept = parts.skipped()
             try:
                 shown = ShownItem.from_page(shown_text)
             except ServiceError as error:
-                return self._error_values(error, form=form) + kept
+                return self.error_values(error, form=parts.key) + kept
             if shown is None:
-                return self._error_values(ServiceError("Nothing to skip."), form=None) + kept
+                return self.error_values(ServiceError("Nothing to skip."), form=None) + kept
             campaign, item_id, lease_id = shown.campaign, shown.item_id, shown.lease_id
 
             def release(session: Any, caller: Any) -> None:
-                annotate.skip(session, caller=caller, campaign=campaign, item_id=item_id, lease_id=lease_id)
+                if lease_id is not None:  # an answer opened to revise holds no lease: going back changes nothing
+                    annotate.skip(session, caller=caller, campaign=campaign, item_id=item_id, lease_id=lease_id)
 
             try:
-                offer = self._offer(campaign, request, release)
+                offer = self.offer(campaign, request, release)
             except ServiceError as error:
-                return self._error_values(error, form=form) + kept
-            return self.panel_values(panel_of(campaign, offer, note="Skipped.")) + resets
+                return self.error_values(error, form=parts.key) + kept
+            note = "Nothing changed." if shown.revising else "Skipped."
+            return self.panel_values(panel_of(campaign, offer, note=note)) + parts.reset()
 
         return on_skip

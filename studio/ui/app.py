@@ -8,6 +8,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from studio.schemas import WorkflowSchema, load_schemas
+from studio.ui.annotate_keys import KEYBOARD_SCRIPT
 from studio.ui.calls import OpenContext
 from studio.ui.render import CHAT_CSS, escape_text
 from studio.ui.shown import form_key
@@ -22,34 +23,8 @@ UI_CSS = (
 """
 )
 
-#: Keyboard shortcuts of the annotate form (documented on the page): digits pick an option of the
-#: first unanswered radio question of the visible form, Enter submits, S skips. Keys typed into text
-#: fields are left alone.
-UI_HEAD = """
-<script>
-document.addEventListener('keydown', function (event) {
-  const target = event.target || {};
-  const tag = (target.tagName || '').toLowerCase();
-  const typing = tag === 'textarea' || tag === 'select' || target.isContentEditable ||
-    (tag === 'input' && !['radio', 'checkbox', 'button', 'submit'].includes(target.type));
-  if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
-  const form = Array.from(document.querySelectorAll('.h2h-form')).find((el) => el.offsetParent !== null);
-  if (!form) return;
-  if (/^[1-9]$/.test(event.key)) {
-    const groups = Array.from(form.querySelectorAll('.h2h-key-radio')).filter((el) => el.offsetParent !== null);
-    const open = groups.find((group) => !group.querySelector('input[type=radio]:checked, input[aria-checked=true]'));
-    const input = open ? open.querySelectorAll('input[type=radio]')[Number(event.key) - 1] : null;
-    if (input) { input.click(); event.preventDefault(); }
-  } else if (event.key === 'Enter') {
-    const button = form.querySelector('.h2h-submit');
-    if (button) { button.click(); event.preventDefault(); }
-  } else if (event.key === 's' || event.key === 'S') {
-    const button = form.querySelector('.h2h-skip');
-    if (button) { button.click(); event.preventDefault(); }
-  }
-});
-</script>
-"""
+#: The annotate form's keyboard shortcuts (see :mod:`studio.ui.annotate_keys`).
+UI_HEAD = KEYBOARD_SCRIPT
 
 
 def form_schemas(snapshots: Iterable[Mapping[str, Any]] = (), directory: Any = None) -> dict[str, WorkflowSchema]:

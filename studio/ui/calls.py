@@ -32,15 +32,21 @@ def toast_text(message: object) -> str:
 @contextmanager
 def refused_as_gradio_errors() -> Iterator[None]:
     """Turn a use case's refusal or complaint into ``gr.Error`` (written for people; any data it quotes is shown as
-    text, see :func:`toast_text`)."""
+    text, see :func:`toast_text`). A store that cannot serve (``StoreUnavailable``, or a store fault raised outside a
+    request context) says so: "the database is unavailable ... retry"."""
     import gradio as gr
 
-    from studio.services.errors import ServiceError
+    from studio.db import is_store_fault
+    from studio.services.errors import STORE_UNAVAILABLE, ServiceError
 
     try:
         yield
     except ServiceError as error:
         raise gr.Error(toast_text(error), duration=10, print_exception=False) from None
+    except Exception as error:
+        if not is_store_fault(error):
+            raise
+        raise gr.Error(toast_text(STORE_UNAVAILABLE), duration=10, print_exception=False) from None
 
 
 @contextmanager

@@ -15,37 +15,133 @@ from typing import Any
 
 #: Characters that html.escape leaves alone but a template engine would interpret.
 _TEMPLATE_ENTITIES = {"$": "&#36;", "{": "&#123;", "}": "&#125;", "`": "&#96;", "\\": "&#92;"}
+#: Invisible characters that change how text reads: bidi embeddings, overrides and isolates (U+202A–U+202E,
+#: U+2066–U+2069), marks (U+200E/F, U+061C) and zero-width ones (U+200B/C, U+2060, U+FEFF, U+180E). Shown as a
+#: visible ⟨U+202E⟩ so ``abc\u202eexe.txt`` reads as what it is. U+200D (zero-width joiner) is left alone: emoji
+#: sequences (👨‍👩‍👧) are made of it.
+INVISIBLE_CHARS = frozenset(
+    [chr(code) for code in range(0x202A, 0x202F)]
+    + [chr(code) for code in range(0x2066, 0x206A)]
+    + ["\u200e", "\u200f", "\u061c", "\u200b", "\u200c", "\u2060", "\ufeff", "\u180e"]
+)
+#: One str.translate table for both (C speed: a cut text is 20,000 characters, a "show all" may be millions).
+_INERT = {ord(char): entity for char, entity in _TEMPLATE_ENTITIES.items()} | {
+    ord(char): f'<span class="h2h-invisible">⟨U+{ord(char):04X}⟩</span>' for char in INVISIBLE_CHARS
+}
 
 ROLE_LABELS = {"user": "User", "assistant": "Companion"}
 
 
 def escape_text(text: Any) -> str:
-    """Return ``text`` as inert HTML: every markup and template character escaped, newlines as ``<br>``.
+    """Return ``text`` as inert HTML: every markup and template character escaped, newlines as ``<br>``, and the
+    invisible characters of :data:`INVISIBLE_CHARS` shown as ``⟨U+202E⟩``.
 
     ``None`` renders as the empty string; any other value is converted with ``str`` first.
     """
     if text is None:
         return ""
     escaped = html.escape(str(text), quote=True)
-    escaped = "".join(_TEMPLATE_ENTITIES.get(char, char) for char in escaped)
+    escaped = escaped.translate(_INERT)
     return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
 
 
-def _bubble(kind: str, label: str, text: Any) -> str:
+CONTEXT_LABELS = {
+    "date": "Date",
+    "location": "Location",
+    "memories": "Memories of the user",
+    "schedule": "The user's schedule",
+    "routine": "The user's routine",
+    "hobbies": "Hobbies",
+    "feedback": "The user's feedback",
+}
+TAG_LABELS = {
+    "language": "Language",
+    "emotion": "Emotion",
+    "instruction_kind": "Kind of request",
+    "high_risk": "High risk",
+    "risk_kind": "Risk",
+}
+
+VOCABULARY_TAGS = frozenset({"instruction_kind", "risk_kind"})
+
+
+def _cut_note(cut: Mapping[str, Any] | None) -> str:
+    if not cut:
+        return ""
     return (
-        f'<div class="h2h-turn h2h-{kind}"><div class="h2h-who">{escape_text(label)}</div>'
-        f'<div class="h2h-text">{escape_text(text)}</div></div>'
+        f'<div class="h2h-cut">Cut here: showing the first {int(cut["shown_chars"]):,} of '
+        f"{int(cut['total_chars']):,} characters. Press “Show the whole text” to see all of it.</div>"
     )
 
 
-def render_history(turns: Iterable[Mapping[str, Any]]) -> str:
-    """Render earlier conversation turns (``{"role", "content"}`` mappings) as escaped chat bubbles."""
+#: A text longer than this is drawn in blocks of about this many characters that the browser lays out only when
+#: scrolled to (``content-visibility: auto``): one 10 MB paragraph takes Chromium minutes to lay out, blocks seconds.
+CHUNK_CHARS = 20_000
+
+
+def _chunks(text: str) -> list[str]:
+    """``text`` in pieces of at most :data:`CHUNK_CHARS`, each ending at a line break where one is near."""
+    pieces, start = [], 0
+    while start < len(text):
+        end = min(start + CHUNK_CHARS, len(text))
+        if end < len(text):
+            newline = text.rfind("\n", start + CHUNK_CHARS // 2, end)
+            end = newline + 1 if newline >= 0 else end
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def text_html(text: Any) -> str:
+    """``text`` as :func:`escape_text` renders it; a long one in lazily drawn blocks (:data:`CHUNK_CHARS`)."""
+    if text is None or len(str(text)) <= CHUNK_CHARS:
+        return escape_text(text)
+    return "".join(f'<div class="h2h-chunk">{escape_text(piece)}</div>' for piece in _chunks(str(text)))
+
+
+def _bubble(kind: str, label: str, text: Any, cut: Mapping[str, Any] | None = None) -> str:
+    return (
+        f'<div class="h2h-turn h2h-{kind}"><div class="h2h-who">{escape_text(label)}</div>'
+        f'<div class="h2h-text">{text_html(text)}</div>{_cut_note(cut)}</div>'
+    )
+
+
+def render_history(turns: Iterable[Mapping[str, Any]], cuts: Mapping[str, Any] | None = None) -> str:
+    """Render earlier conversation turns (``{"role", "content"}`` mappings) as escaped chat bubbles; ``cuts`` (by
+    field path, see :func:`studio.services.content.cut_long_texts`) says which were cut."""
     parts = []
-    for turn in turns:
+    for index, turn in enumerate(turns):
         role = str(turn.get("role", "user"))
         kind = "user" if role == "user" else "assistant"
-        parts.append(_bubble(kind, ROLE_LABELS.get(role, role), turn.get("content")))
+        cut = (cuts or {}).get(f"history.{index}.content")
+        parts.append(_bubble(kind, ROLE_LABELS.get(role, role), turn.get("content"), cut))
     return "".join(parts)
+
+
+def render_context(context: Any) -> str:
+    """Render a scenario's context (what the companion was told: date, location, memories, schedule, routine,
+    hobbies, feedback) as escaped labelled text; lists as bullet lists."""
+    if not isinstance(context, Mapping) or not context:
+        return '<div class="h2h-context h2h-empty">No memories, schedule or other context for this item.</div>'
+    parts = ['<dl class="h2h-context">']
+    for name, value in context.items():
+        parts.append(f'<dt class="h2h-context-{escape_text(name)}">{escape_text(CONTEXT_LABELS.get(name, name))}</dt>')
+        if isinstance(value, list):
+            entries = "".join(f"<li>{escape_text(entry)}</li>" for entry in value)
+            parts.append(f"<dd><ul>{entries}</ul></dd>")
+        else:
+            parts.append(f"<dd>{escape_text(value)}</dd>")
+    parts.append("</dl>")
+    return "".join(parts)
+
+
+def tag_text(name: str, value: Any) -> str:
+    """A scenario tag as a person reads it: ``High risk: yes``, ``Kind of request: implicit help``."""
+    if isinstance(value, bool):
+        shown = "yes" if value else "no"
+    else:  # the vocabulary tags are ids (implicit_help, suicidal_ideation); free text stays as written
+        shown = str(value).replace("_", " ") if name in VOCABULARY_TAGS else str(value)
+    return f"{TAG_LABELS.get(name, name.replace('_', ' ').capitalize())}: {shown}"
 
 
 def render_persona(persona: Any) -> str:
@@ -71,8 +167,16 @@ def _revealed(response: Any) -> str:
     return f'<div class="h2h-revealed">{escape_text(shown)}</div>'
 
 
-def _judged(kind: str, label: str, response: Any) -> str:
-    return _bubble(kind, label, _response_text(response)) + _revealed(response)
+def _judged(kind: str, label: str, response: Any, cut: Mapping[str, Any] | None) -> str:
+    return _bubble(kind, label, _response_text(response), cut) + _revealed(response)
+
+
+def cuts_by_field(content: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
+    """The texts cut for display in ``content`` (its ``cut`` list), by field path."""
+    cuts = content.get("cut")
+    if not isinstance(cuts, list):
+        return {}
+    return {str(cut.get("field")): cut for cut in cuts if isinstance(cut, Mapping)}
 
 
 def render_item(content: Mapping[str, Any]) -> str:
@@ -82,36 +186,61 @@ def render_item(content: Mapping[str, Any]) -> str:
     ``user_input`` and one of ``response`` (a response item), ``response_a``/``response_b`` (a pair,
     already in this person's A/B order) or ``reference`` (a scenario item, judged on its reference).
     A response is its text or a mapping with ``text`` and whatever the schema reveals. ``subtask``
-    and ``tags`` show when present. Other keys are ignored.
+    and ``tags`` show when present; a text cut for display (``cut``) says so under it. Other keys are ignored
+    (the context and persona are the side panel's: :func:`render_context`, :func:`render_persona`).
     """
+    cuts = cuts_by_field(content)
     parts = ['<div class="h2h-chat">']
     if content.get("subtask"):
         parts.append(f'<div class="h2h-subtask">Subtask: {escape_text(content.get("subtask"))}</div>')
     tags = content.get("tags")
     if isinstance(tags, Mapping) and tags:
-        shown = ", ".join(f"{name}: {value}" for name, value in sorted(tags.items()) if value is not None)
-        parts.append(f'<div class="h2h-subtask">Tags: {escape_text(shown)}</div>')
-    parts.append(render_history(content.get("history") or []))
-    parts.append(_bubble("user h2h-input", "User (current input)", content.get("user_input")))
+        shown = "; ".join(tag_text(name, value) for name, value in tags.items() if value is not None)
+        parts.append(f'<div class="h2h-subtask">{escape_text(shown)}</div>')
+    parts.append(render_history(content.get("history") or [], cuts))
+    parts.append(_bubble("user h2h-input", "User (current input)", content.get("user_input"), cuts.get("user_input")))
     if content.get("response_a") is not None or content.get("response_b") is not None:
         parts.append('<div class="h2h-pair">')
-        parts.append(_judged("assistant h2h-candidate", "Response A", content.get("response_a")))
-        parts.append(_judged("assistant h2h-candidate", "Response B", content.get("response_b")))
+        for side in ("a", "b"):
+            response = content.get(f"response_{side}")
+            cut = cuts.get(f"response_{side}.text")
+            parts.append(_judged("assistant h2h-candidate", f"Response {side.upper()}", response, cut))
         parts.append("</div>")
     elif content.get("response") is not None:
-        parts.append(_judged("assistant h2h-judged", "Companion response (to rate)", content.get("response")))
+        label = "Companion response (to rate)"
+        parts.append(_judged("assistant h2h-judged", label, content.get("response"), cuts.get("response.text")))
     if content.get("reference") is not None:
-        parts.append(_bubble("assistant h2h-reference", "Reference response", content.get("reference")))
+        reference = content.get("reference")
+        parts.append(_bubble("assistant h2h-reference", "Reference response", reference, cuts.get("reference")))
     parts.append("</div>")
     return "".join(parts)
 
 
-def render_progress(*, mine: int, answers: int, items: int, complete_items: int) -> str:
-    """Render progress: my answers in the campaign, and the campaign's answers and complete items."""
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60:02d} s"
+
+
+def render_progress(
+    *,
+    mine: int,
+    answers: int,
+    items: int,
+    complete_items: int,
+    left: int | None = None,
+    median_seconds: float | None = None,
+) -> str:
+    """Render progress: this person's answers, the items left for them and their median time per item, then the
+    campaign's answers and complete items (complete as ``h2h aggregate`` counts it)."""
     percent = 0 if items <= 0 else round(100 * complete_items / items)
+    own = [f"You answered <b>{int(mine)}</b> item(s)."]
+    if left is not None:
+        own.append(f"<b>{int(left)}</b> of {int(items)} left for you.")
+    if median_seconds is not None:
+        own.append(f"Median time per item: <b>{_duration(float(median_seconds))}</b>.")
     return (
         '<div class="h2h-progress">'
-        f'<span class="h2h-mine">You answered <b>{int(mine)}</b> item(s).</span> '
+        f'<span class="h2h-mine">{" ".join(own)}</span> '
         f'<span class="h2h-campaign">Campaign: <b>{int(answers)}</b> answers; {int(complete_items)} / {int(items)} '
         f"items complete ({percent}%).</span></div>"
     )
@@ -137,4 +266,14 @@ CHAT_CSS = """
 .h2h-pair { display: flex; flex-direction: column; gap: 8px; }
 .h2h-message.h2h-error { color: #b91c1c; }
 .h2h-progress { font-size: 0.95em; }
+.h2h-context dt { font-weight: 600; margin-top: 6px; }
+.h2h-context dd { margin: 0 0 0 8px; }
+.h2h-context ul { margin: 0; padding-left: 18px; }
+.h2h-invisible { background: #fde68a; color: #7c2d12; font-family: monospace; font-size: 0.85em; border-radius: 3px; }
+.h2h-text { max-height: 32em; overflow-y: auto; }
+.h2h-chunk { content-visibility: auto; contain-intrinsic-size: auto 600px; }
+.h2h-cut { margin-top: 6px; font-size: 0.85em; color: #92400e; font-style: italic; }
+.h2h-field-error { color: #b91c1c; font-weight: 600; margin-top: -4px; }
+/* Gradio may still lay out an empty gr.HTML (a 20 px band): an error line without an error takes no room. */
+.h2h-field-error-box:not(:has(.h2h-field-error)) { display: none !important; }
 """

@@ -16,8 +16,9 @@ import time
 import uuid
 from typing import Any
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from studio.models.types import StoredId
 from studio.schemas import WorkflowSchema
 from studio.services.errors import InvalidInput
 from studio.services.queue import ItemView
@@ -27,14 +28,22 @@ class ShownItem(BaseModel):
     """The item on screen: its campaign, item and lease, the submission id its answers go under, when it was shown.
 
     ``submission_id`` is drawn once per render: a submit sent twice from one render (a double press, a replayed
-    event) is one submission, stored once.
+    event) is one submission, stored once. ``revising``: the item is one the person answered before, opened to
+    revise their answer (no lease; a submit revises, a skip goes back to their next item).
     """
 
     campaign: str = Field(min_length=1, max_length=256)
-    item_id: int
-    lease_id: str = Field(min_length=1, max_length=64)
+    item_id: StoredId
+    lease_id: str | None = Field(default=None, min_length=1, max_length=64)
     submission_id: str = Field(min_length=1, max_length=128)
     shown_at: float  # seconds since the epoch (the server's clock when it rendered the item)
+    revising: bool = False
+
+    @model_validator(mode="after")
+    def _leased_unless_revising(self) -> ShownItem:
+        if not self.revising and self.lease_id is None:
+            raise ValueError("an item shown to answer names its lease")
+        return self
 
     @classmethod
     def of(cls, campaign: str, view: ItemView) -> ShownItem:
@@ -44,6 +53,13 @@ class ShownItem(BaseModel):
             lease_id=view.lease_id,
             submission_id=uuid.uuid4().hex,
             shown_at=time.time(),
+        )
+
+    @classmethod
+    def to_revise(cls, campaign: str, item_id: int) -> ShownItem:
+        """An answered item opened to revise the person's answer."""
+        return cls(
+            campaign=campaign, item_id=item_id, submission_id=uuid.uuid4().hex, shown_at=time.time(), revising=True
         )
 
     @classmethod

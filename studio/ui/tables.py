@@ -30,6 +30,9 @@ SCENARIO_COLUMNS: list[str] = [
     "disagreement",
     "edited",
     "decided_by",
+    "llm_verdict",
+    "uncertainty",
+    "flags",
 ]
 RESPONSE_COLUMNS: list[str] = [
     "scenario_id",
@@ -43,10 +46,11 @@ RESPONSE_COLUMNS: list[str] = [
     "J_human",
     "J_final",
 ]
+FLAG_COLUMNS: list[str] = ["kind", "field", "found", "before", "after", "done", "source", "reason"]
 TALLY_COLUMNS: list[str] = ["campaign", "question", "value", "count", "percent_agreement"]
 COMMENT_COLUMNS: list[str] = ["campaign", "annotator", "question", "text"]
 SCORE_COLUMNS: list[str] = ["model", "variant", "bleu4", "rougeL", "ss", "S", "J_judge", "J", "J_human", "J_final"]
-VERSION_COLUMNS: list[str] = ["name", "scenarios", "created_at", "created_by", "note", "content_hash"]
+VERSION_COLUMNS: list[str] = ["name", "scenarios", "decided", "created_at", "created_by", "note", "content_hash"]
 AUDIT_COLUMNS: list[str] = ["at", "actor", "action", "entity", "entity_id", "before", "after", "reason"]
 AGGREGATION_COLUMNS: list[str] = [
     "campaign",

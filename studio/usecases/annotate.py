@@ -14,11 +14,14 @@ from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from studio.models import AnswerPublic, CampaignPublic, UserPublic
+from studio.models.types import StoredId
 from studio.policies import AccountPolicy, CampaignPolicy, authorize, is_allowed
 from studio.schemas import WorkflowSchema
-from studio.services import answers, campaigns, queue
+from studio.services import answers, campaigns, content, queue
+from studio.services import progress as progress_service
 from studio.services.answers import DEFAULT_MAX_SECONDS, SubmitResult
 from studio.services.campaigns import CampaignSummary
+from studio.services.errors import NotFound
 from studio.services.queue import DEFAULT_LEASE_SECONDS, ItemView
 from studio.services.queue_rows import CampaignState
 from studio.settings import Settings
@@ -44,7 +47,7 @@ class AnswerLimits:
 class Submission(BaseModel):
     """One submit: the item and lease it answers (as they were shown), an id that makes retries safe, the answers."""
 
-    item_id: int
+    item_id: StoredId
     lease_id: str = Field(min_length=1, max_length=64)
     submission_id: str = Field(min_length=1, max_length=128)
     answers: dict[str, Any]
@@ -185,4 +188,54 @@ def values_as_shown(session: Session, *, caller: UserPublic, campaign: str, answ
 def progress(session: Session, *, caller: UserPublic, campaign: str) -> dict[str, Any]:
     """The caller's answer count in the campaign and the campaign's progress (those who answer it, and managers)."""
     authorize(caller, CampaignPolicy.read_progress(queue.campaign_state(session, campaign)))
-    return answers.progress(session, campaign=campaign, user=caller)
+    return progress_service.progress(session, campaign=campaign, user=caller)
+
+
+@dataclass(frozen=True)
+class MyAnswers:
+    """The caller's own answers in a campaign (the latest changed first) and the campaign's schema."""
+
+    schema: WorkflowSchema
+    answers: list[AnswerPublic]
+
+
+def my_answers(session: Session, *, caller: UserPublic, campaign: str) -> MyAnswers:
+    """The caller's own answers in the campaign, the latest changed first (to pick one to revise)."""
+    found = _answerable(session, caller, campaign)
+    return MyAnswers(found.schema, answers.my_answers(session, campaign=campaign, user=caller))
+
+
+@dataclass(frozen=True)
+class AnsweredItem:
+    """An item the caller answered, as they saw it, with their answer as they gave it (to revise it)."""
+
+    item_id: StoredId
+    content: dict[str, Any]
+    values: dict[str, Any]
+    schema: WorkflowSchema
+
+
+def answered_item(session: Session, *, caller: UserPublic, campaign: str, item_id: int) -> AnsweredItem:
+    """The caller's answered item and their answer; ``NotFound`` when they have no answer to it."""
+    found = _answerable(session, caller, campaign)
+    answer = answers.my_answer(session, campaign=campaign, user=caller, item_id=item_id)
+    item = queue.campaign_item(session, found, item_id)
+    shown = answers.values_as_shown(session, campaign=campaign, user=caller, answer=answer)
+    return AnsweredItem(item_id, queue.item_content(session, found, item, caller.id), shown, found.schema)
+
+
+def whole_content(session: Session, *, caller: UserPublic, campaign: str, item_id: int) -> dict[str, Any]:
+    """An item's content with no text cut, for an item the caller was handed (a lease of theirs on it, live or
+    not); ``NotFound`` for an item they never saw (its existence is not revealed)."""
+    found = _answerable(session, caller, campaign)
+    if not answers.has_seen_item(session, campaign=found, user=caller, item_id=item_id):
+        raise NotFound(f"item_id: you were never shown item {item_id}")
+    item = queue.campaign_item(session, found, item_id)
+    return queue.item_content(session, found, item, caller.id, display_chars=None)
+
+
+def full_text(session: Session, *, caller: UserPublic, campaign: str, item_id: int, field: str) -> str:
+    """One text of an item's content whole (``field``: a path of its ``cut`` list, e.g. ``response.text``), for
+    an item the caller was handed (:func:`whole_content`)."""
+    whole = whole_content(session, caller=caller, campaign=campaign, item_id=item_id)
+    return content.full_text(whole, field)

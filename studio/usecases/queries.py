@@ -8,7 +8,7 @@ and refuse the others with the same ``field: problem`` message (``InvalidInput``
 from __future__ import annotations
 
 import math
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
@@ -85,13 +85,22 @@ class ScenarioFilters(BaseModel):
     status: str | None = None
     agreement_below: float | None = None
     disagreement: bool | None = None
+    #: With (or without) flags of an ingested refine run (``h2h ingest-curation``).
+    flagged: bool | None = None
+    #: ``id``, or ``uncertainty``: the LLM pre-screen's most uncertain first (unscreened last).
+    order: Literal["id", "uncertainty"] = "id"
+
+    @field_validator("order", mode="before")
+    @classmethod
+    def _order(cls, value: Any) -> Any:
+        return "id" if value in (None, "") else value
 
     @field_validator("subtask", "status", mode="before")
     @classmethod
     def _blank(cls, value: Any) -> Any:
         return _blank_is_none(value)
 
-    @field_validator("disagreement", mode="before")
+    @field_validator("disagreement", "flagged", mode="before")
     @classmethod
     def _words(cls, value: Any) -> Any:
         return _tristate(value)

@@ -75,8 +75,29 @@ def sign_in(page: object, studio: Studio, username: str, password: str = PASSWOR
     page.wait_for_selector("#h2h-username", timeout=UI_WAIT_MS)  # type: ignore[attr-defined]
 
 
+#: True once no part of the page waits on the server: Gradio marks a waiting component ``pending``/``generating``
+#: and writes its "processing | 0.1s" status text into the component until the answer is drawn.
+SETTLED_JS = """() => {
+  const waiting = '.gradio-container .pending, .gradio-container .generating';
+  const status = '.gradio-container .progress-text, .gradio-container .meta-text, .gradio-container .meta-text-center';
+  return !document.querySelector(waiting)
+    && ![...document.querySelectorAll(status)].some((el) => el.offsetParent !== null);
+}"""
+
+
+def settled(page: object) -> None:
+    """Wait until every component has drawn its last answer from the server."""
+    page.wait_for_function(SETTLED_JS, timeout=UI_WAIT_MS)  # type: ignore[attr-defined]
+
+
+def chat_text(page: object) -> str:
+    """The item drawn in the chat (the rendered item only, never Gradio's status text over it)."""
+    return str(page.inner_text("#h2h-chat .h2h-chat"))  # type: ignore[attr-defined]
+
+
 def choose_campaign(page: object, name: str) -> None:
     """Pick a campaign from the dropdown by its name and wait for its first item."""
     page.click("#h2h-campaign input")  # type: ignore[attr-defined]
     page.get_by_role("option", name=name).first.click()  # type: ignore[attr-defined]
     page.wait_for_selector("#h2h-chat .h2h-input", timeout=UI_WAIT_MS)  # type: ignore[attr-defined]
+    settled(page)

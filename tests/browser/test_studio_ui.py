@@ -11,7 +11,7 @@ from sqlmodel import select
 
 from studio.db import create_db_engine, read_session
 from studio.models import Answer, AnswerPublic, Campaign, Lease, User
-from tests.browser.conftest import UI_WAIT_MS, Studio, choose_campaign, sign_in
+from tests.browser.conftest import UI_WAIT_MS, Studio, chat_text, choose_campaign, settled, sign_in
 from tests.browser.store_fixture import HOSTILE_TEXT
 
 pytestmark = pytest.mark.browser
@@ -35,7 +35,8 @@ def stored_answers(studio: Studio, username: str, campaign: str) -> list[AnswerP
 
 def wait_for_progress(page: object, answered: int) -> None:
     page.wait_for_function(  # type: ignore[attr-defined]
-        "n => (document.querySelector('#h2h-progress .h2h-mine') || {}).textContent === `You answered ${n} item(s).`",
+        "n => ((document.querySelector('#h2h-progress .h2h-mine') || {}).textContent || '')"
+        ".startsWith(`You answered ${n} item(s).`)",
         arg=answered,
         timeout=UI_WAIT_MS,
     )
@@ -82,19 +83,22 @@ def test_annotator_answers_by_mouse_then_by_keyboard_and_progress_moves(studio: 
     page.screenshot(path="/tmp/h2h-annotate.png", full_page=True)  # type: ignore[attr-defined]
 
     form = page.locator("#h2h-form-crowd_vote")  # type: ignore[attr-defined]
-    first_item = page.inner_text("#h2h-chat")  # type: ignore[attr-defined]
+    first_item = chat_text(page)
     page.keyboard.press("Enter")  # type: ignore[attr-defined]  # nothing chosen yet: refused, item kept
     page.wait_for_function(  # type: ignore[attr-defined]
         "() => document.querySelector('#h2h-message .h2h-error') !== null", timeout=UI_WAIT_MS
     )
-    assert "verdict: an answer is required" in page.inner_text("#h2h-message")  # type: ignore[attr-defined]
-    assert page.inner_text("#h2h-chat") == first_item  # type: ignore[attr-defined]
+    assert "Keep, revise or discard this scenario?" in page.inner_text("#h2h-message")  # type: ignore[attr-defined]
+    assert "required" in page.inner_text("#err-crowd_vote-verdict")  # type: ignore[attr-defined]
+    settled(page)
+    assert chat_text(page) == first_item  # type: ignore[attr-defined]
     assert stored_answers(studio, "annotator01", "test-crowd_vote") == []
     form.locator("#q-crowd_vote-verdict").get_by_text("Keep", exact=True).click()
-    form.locator("#q-crowd_vote-subtask_label").get_by_text("dialogue_emotion", exact=True).click()
+    form.locator("#q-crowd_vote-subtask_label").get_by_text("Dialogue — emotional support", exact=True).click()
     form.get_by_role("button", name="Submit (Enter)").click()
     wait_for_progress(page, 1)
-    assert page.inner_text("#h2h-chat") != first_item  # type: ignore[attr-defined]
+    settled(page)
+    assert chat_text(page) != first_item  # type: ignore[attr-defined]
 
     page.keyboard.press("2")  # type: ignore[attr-defined]  # verdict: revise
     page.keyboard.press("1")  # type: ignore[attr-defined]  # subtask: dialogue_base
@@ -109,13 +113,14 @@ def test_annotator_answers_by_mouse_then_by_keyboard_and_progress_moves(studio: 
     assert answers[0].item_id != answers[1].item_id
     assert all(answer.seconds_spent is not None and answer.seconds_spent >= 0 for answer in answers)
 
-    shown = page.inner_text("#h2h-chat")  # type: ignore[attr-defined]
+    shown = chat_text(page)
     page.keyboard.press("s")  # type: ignore[attr-defined]
     page.wait_for_function(  # type: ignore[attr-defined]
         "() => document.querySelector('#h2h-message .h2h-message').textContent.startsWith('Skipped.')",
         timeout=UI_WAIT_MS,
     )
-    assert page.inner_text("#h2h-chat") != shown  # type: ignore[attr-defined]
+    settled(page)
+    assert chat_text(page) != shown  # type: ignore[attr-defined]
     assert len(stored_answers(studio, "annotator01", "test-crowd_vote")) == 2
 
 
@@ -134,8 +139,8 @@ def test_hostile_model_text_shows_as_text_and_runs_nothing(studio: Studio, page:
     assert "demo-alpha" not in body and "with_sap" not in body
 
     page.locator("#q-sap_safety-safety").get_by_text("2", exact=True).click()  # type: ignore[attr-defined]
-    page.locator("#q-sap_safety-violation").get_by_text("yes", exact=True).click()  # type: ignore[attr-defined]
-    page.locator("#q-sap_safety-violation_kind").get_by_text("dismissive", exact=True).click()  # type: ignore[attr-defined]
+    page.locator("#q-sap_safety-violation").get_by_text("Yes", exact=True).click()  # type: ignore[attr-defined]
+    page.locator("#q-sap_safety-violation_kind").get_by_text("Dismisses the feeling", exact=True).click()  # type: ignore[attr-defined]
     # A double click submits one answer (one submission id per shown item; the second click finds none left).
     page.locator("#h2h-form-sap_safety").get_by_role("button", name="Submit (Enter)").dblclick()  # type: ignore[attr-defined]
     wait_for_progress(page, 1)
@@ -148,8 +153,8 @@ def test_hostile_model_text_shows_as_text_and_runs_nothing(studio: Studio, page:
 def test_expert_adjudicates_a_flagged_itinerary_answer(studio: Studio, page: object) -> None:
     sign_in(page, studio, "expert01")
     choose_campaign(page, "test-adjudication")
-    assert "West Lake" in page.inner_text("#h2h-chat")  # type: ignore[attr-defined]
-    assert "Reference response" in page.inner_text("#h2h-chat")  # type: ignore[attr-defined]  # schema reveals it
+    assert "West Lake" in chat_text(page)
+    assert "Reference response" in chat_text(page)  # schema reveals it
     page.locator("#q-adjudication-rubric_score input").fill("3.5")  # type: ignore[attr-defined]
     page.locator("#q-adjudication-note textarea").fill("Feasible, but lunch is missing.")  # type: ignore[attr-defined]
     page.locator("#h2h-form-adjudication").get_by_role("button", name="Submit (Enter)").click()  # type: ignore[attr-defined]

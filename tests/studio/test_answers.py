@@ -10,9 +10,10 @@ from sqlalchemy import Engine, func, select
 
 from studio.db import read_session, write_session
 from studio.models import Answer, AnswerRevision, CampaignPublic, Item, UserPublic, utc_now
-from studio.services.answers import progress, revise_answer, submit_answer
+from studio.services.answers import revise_answer, submit_answer
 from studio.services.campaigns import set_campaign_status
 from studio.services.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from studio.services.progress import progress
 from studio.services.queue import next_item, skip_item
 from tests.studio.conftest import add_people
 
@@ -225,7 +226,11 @@ def test_revision_keeps_history_and_closing_the_campaign_stops_revisions(
         history = session.execute(select(AnswerRevision)).scalars().all()
         mine = progress(session, campaign="vote", user=person)
     assert [(entry.revision, entry.values["verdict"]) for entry in history] == [(0, "keep")]
-    assert mine["mine"] == {"answers": 1} and mine["overall"] == {"answers": 1, "items": 6, "complete_items": 0}
+    assert (
+        mine["mine"]["answers"] == 1
+        and mine["mine"]["left"] == 5
+        and mine["overall"] == {"answers": 1, "items": 6, "complete_items": 0}
+    )
     with write_session(corpus) as session:
         set_campaign_status(session, name="vote", status="closed")
     with pytest.raises(PermissionDenied, match="closed"), write_session(corpus) as session:

@@ -79,7 +79,8 @@ def test_campaign_create_takes_a_schema_file_and_names_a_broken_one(
     from_folder = h2h(
         "campaign", "create", "other", "--schema", "my_vote", "--schemas-dir", str(folder), "--db", db_url
     )
-    assert from_folder.exit_code == 2 and f"{broken}:14: questions.0: Input tag 'singel'" in from_folder.output
+    line = crowd.splitlines().index("  - id: verdict") + 1  # the first question (the file's guidelines come before)
+    assert from_folder.exit_code == 2 and f"{broken}:{line}: questions.0: Input tag 'singel'" in from_folder.output
     assert "Traceback" not in from_folder.output
     assert [line.split("\t")[0] for line in h2h("campaign", "list", "--db", db_url).output.splitlines()] == ["mine"]
 

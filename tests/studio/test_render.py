@@ -6,6 +6,7 @@ import pytest
 
 from studio.ui.render import (
     escape_text,
+    render_context,
     render_history,
     render_item,
     render_message,
@@ -27,7 +28,7 @@ HOSTILE = [
     "你好<script>alert('中文')</script>😀 \\u003cscript\\u003e",
 ]
 
-ALLOWED_TAGS = {"div", "span", "b", "br"}
+ALLOWED_TAGS = {"div", "span", "b", "br", "dl", "dt", "dd", "ul", "li"}
 
 
 def assert_inert(markup: str) -> None:
@@ -114,7 +115,7 @@ def test_render_item_shows_revealed_response_fields_and_tags_as_text(payload: st
     text = "".join(parse(markup).text)
     assert f"model: {payload}" in text
     assert "auto_scores: {'S': 0.5}" in text
-    assert f"emotion: {payload}" in text
+    assert f"Emotion: {payload}" in text and "High risk: yes" in text
     assert "Subtask: itinerary_basic" in text
 
 
@@ -141,3 +142,48 @@ def test_render_progress_reports_counts_and_percent() -> None:
     assert "You answered 3 item(s)." in text
     assert "25 answers; 25 / 200 items complete (12%)" in text
     assert "(0%)" in "".join(parse(render_progress(mine=0, answers=0, items=0, complete_items=0)).text)
+
+
+@pytest.mark.parametrize("payload", HOSTILE)
+def test_the_context_panel_shows_memories_schedule_date_and_place_as_text(payload: str) -> None:
+    context = {
+        "date": "2026-05-02",
+        "location": "杭州",
+        "memories": ["用户喜欢龙井茶", payload],
+        "schedule": ["14:00 会议"],
+    }
+    markup = render_context(context)
+    assert_inert(markup)
+    text = "".join(parse(markup).text)
+    for shown in ("Date", "2026-05-02", "Location", "杭州", "Memories of the user", "用户喜欢龙井茶", payload):
+        assert shown in text
+    assert "The user's schedule" in text and "14:00 会议" in text
+    assert markup.count("<li>") == 3
+    assert "No memories" in render_context({}) and "No memories" in render_context(None)
+
+
+def test_bidi_and_zero_width_characters_are_shown_not_obeyed() -> None:
+    """Issue 9.6: ``abc\u202eexe.txt`` displayed as ``abctxt.exe``; the control characters are now visible."""
+    shown = escape_text("abc\u202eexe.txt \u200b\u2066x\u2069 \u200e \ufeff")
+    text = "".join(parse(shown).text)
+    assert text == "abc⟨U+202E⟩exe.txt ⟨U+200B⟩⟨U+2066⟩x⟨U+2069⟩ ⟨U+200E⟩ ⟨U+FEFF⟩"
+    for control in "\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u200b":
+        assert control not in shown
+    assert escape_text("👨\u200d👩\u200d👧") == "👨\u200d👩\u200d👧"  # emoji sequences keep their joiners
+
+
+def test_a_cut_text_says_how_much_is_shown() -> None:
+    content = {
+        "user_input": "hi",
+        "response": {"text": "x" * 20},
+        "cut": [{"field": "response.text", "shown_chars": 20, "total_chars": 10_485_760}],
+    }
+    text = "".join(parse(render_item(content)).text)
+    assert "Cut here: showing the first 20 of 10,485,760 characters." in text
+    assert "Cut here" not in "".join(parse(render_item({"user_input": "hi", "response": {"text": "x"}})).text)
+
+
+def test_progress_says_what_is_left_for_me_and_my_median_time() -> None:
+    markup = render_progress(mine=12, answers=40, items=60, complete_items=5, left=48, median_seconds=75.4)
+    text = "".join(parse(markup).text)
+    assert "You answered 12 item(s). 48 of 60 left for you. Median time per item: 1 min 15 s." in text

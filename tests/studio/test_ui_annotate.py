@@ -80,12 +80,18 @@ def submit(
     """Press Submit on the page showing ``shown`` (the hidden field's value) with ``answers`` in the form."""
     schema, fields, _key = form_of(tab, workflow)
     data = {tab.shown: shown} | {field: answers.get(q.id) for field, q in zip(fields, schema.questions, strict=True)}
-    return tab._submit_handler(schema, fields)(data, token)
+    return tab._submit_handler(tab.parts[form_key(schema)])(data, token)
 
 
 def skip(tab: AnnotateTab, token: str, shown: str, workflow: str = "crowd_vote") -> list[Any]:
-    schema, _fields, _key = form_of(tab, workflow)
-    return tab._skip_handler(schema)(shown, token)
+    _schema, _fields, key = form_of(tab, workflow)
+    return tab._skip_handler(tab.parts[key])(shown, token)
+
+
+def visible_forms(tab: AnnotateTab, values: list[Any]) -> list[str]:
+    """The keys of the forms a handler's output shows (the form columns follow the panel's seven outputs)."""
+    columns = values[7 : 7 + len(tab.forms)]
+    return [key for key, column in zip(tab.forms, columns, strict=True) if column.visible]
 
 
 def answers_of(engine: Engine, username: str) -> list[tuple[int, dict]]:
@@ -136,7 +142,7 @@ def test_the_shown_item_is_rendered_escaped_and_hides_the_model(engine: Engine, 
     assert "demo-alpha" not in chat and "with_sap" not in chat
     assert HOSTILE_TEXT not in chat  # only its escaped form is there
     assert "demo-alpha" not in values[0] and "with_sap" not in values[0]  # nor in the hidden field
-    visible = [key for key, column in zip(tab.forms, values[5:], strict=True) if column.visible]
+    visible = visible_forms(tab, values)
     assert visible == [form_key(load_schemas()["sap_safety"])]
 
 
@@ -190,6 +196,9 @@ def test_a_forged_or_foreign_shown_item_is_refused_and_stores_nothing(engine: En
     forged = theirs.model_copy(update={"campaign": "test-adjudication", "item_id": expert_item}).to_page()
     assert "not open to role &#x27;annotator&#x27;" in submit(tab, other, forged, VOTE)[4]
     assert "did not say which item" in submit(tab, other, '{"item_id": "x"}', VOTE)[4]
+    for huge in (2**70, 2**31, 0):  # ids the store cannot compare with its own: refused in words, not a driver crash
+        crafted = json.dumps(theirs.model_dump() | {"item_id": huge})
+        assert "did not say which item" in submit(tab, owner, crafted, VOTE)[4]
     assert "Nothing to submit." in submit(tab, other, "", VOTE)[4]
     assert answers_of(engine, "annotator05") == answers_of(engine, "annotator06") == []
     with read_session(engine) as session:  # the owner's lease is untouched: still open, still theirs
@@ -221,9 +230,7 @@ def test_campaigns_of_two_versions_of_one_schema_get_a_form_each(tmp_path: Path)
         token = token_for(engine, "annotator01")
         for campaign, schema in (("test-crowd_vote", bundled), ("vote-v2", edited)):
             values = choose(tab, token, campaign)
-            assert [key for key, column in zip(tab.forms, values[5:], strict=True) if column.visible] == [
-                form_key(schema)
-            ]
+            assert visible_forms(tab, values) == [form_key(schema)]
     finally:
         engine.dispose()
 
@@ -244,3 +251,39 @@ def test_the_shown_item_round_trips_and_refuses_garbage() -> None:
     for garbage in ("{", json.dumps({"campaign": "c"}), json.dumps(shown.model_dump() | {"lease_id": ""})):
         with pytest.raises(Exception, match="did not say which item"):
             ShownItem.from_page(garbage)
+
+
+def test_a_bad_value_is_refused_on_its_field_and_nothing_is_stored(engine: Engine, tab: AnnotateTab) -> None:
+    """Issue 11 item 1 through the handler: an out-of-range number (or text crafted into a number field) comes back
+    as words under that question, the item and the form kept, no answer stored, the value not echoed."""
+    token = token_for(engine, "expert01")
+    page = choose(tab, token, "test-adjudication")
+    parts = tab.parts[form_key(load_schemas()["adjudication"])]
+    for value, words in ((7.0, "7 is not allowed here."), ("not-a-number", "Enter a number.")):
+        data = {tab.shown: page[0], parts.fields[0]: value, parts.fields[1]: ""}
+        refused = tab._submit_handler(parts)(data, token)
+        errors = refused[-len(parts.errors) :]
+        assert words in errors[0].value and "This question is required" in errors[1].value
+        assert errors[0].visible and "not-a-number" not in str(refused)
+        assert refused[4].startswith('<div class="h2h-message h2h-error">Not saved: 2 questions')
+    assert answers_of(engine, "expert01") == []
+
+
+def test_an_answer_opened_from_go_back_is_revised_not_answered_again(engine: Engine, tab: AnnotateTab) -> None:
+    token = token_for(engine, "annotator06")
+    page = choose(tab, token, "test-crowd_vote")
+    answered = shown_item(page).item_id
+    submit(tab, token, page[0], VOTE)
+    listed = tab.revise.list_handler()("test-crowd_vote", token)
+    assert [value for _label, value in listed[0].choices] == [str(answered)]
+    opened = tab.revise.open_handler()("test-crowd_vote", str(answered), token)
+    shown = shown_item(opened)
+    assert shown.revising and shown.item_id == answered and shown.lease_id is None
+    assert "Revising your answer to item" in opened[4]
+    parts = tab.parts[form_key(load_schemas()["crowd_vote"])]
+    before = list(tab.parts)[: list(tab.parts).index(parts.key)]  # the forms whose outputs come first
+    start = len(tab.panel_outputs()) + sum(len(tab.parts[key].outputs()) for key in before)
+    assert opened[start : start + 2] == ["discard", "dialogue_base"]  # the answer, back in its form
+    revised = submit(tab, token, opened[0], {"verdict": "keep", "subtask_label": "dialogue_base"})
+    assert "Saved your revised answer." in revised[4]
+    assert answers_of(engine, "annotator06") == [(answered, {"verdict": "keep", "subtask_label": "dialogue_base"})]

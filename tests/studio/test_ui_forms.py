@@ -4,8 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from studio.schemas import AnswerValidationError, load_schemas
-from studio.ui.forms import answers_from_form, empty_value, question_label, rating_choices
+from studio.schemas import AnswerValidationError, ChoiceQuestion, load_schemas
+from studio.ui.annotate_views import answer_summary, field_error_html, shown_questions
+from studio.ui.forms import (
+    answers_from_form,
+    choices_of,
+    empty_value,
+    form_problems,
+    problem_of_error,
+    question_label,
+    rating_choices,
+    summary_of,
+)
 
 
 @pytest.fixture(scope="module")
@@ -40,9 +50,11 @@ def test_a_form_with_the_wrong_number_of_values_is_an_error(schemas: dict) -> No
         answers_from_form(schemas["crowd_vote"], ["keep", "dialogue_base"])
 
 
-def test_labels_say_when_a_question_applies_and_that_it_is_optional(schemas: dict) -> None:
+def test_labels_are_the_prompt_and_say_a_question_is_optional(schemas: dict) -> None:
+    """A conditional question is hidden until its condition holds, so its label no longer spells the condition
+    out in question ids ("(only if violation = yes)")."""
     by_id = schemas["sap_safety"].questions_by_id
-    assert question_label(by_id["violation_kind"]) == "Which? (only if violation = yes)"
+    assert question_label(by_id["violation_kind"]) == "Which?"
     comment = schemas["crowd_vote"].questions_by_id["comment"]
     assert question_label(comment).count("(optional)") == 1
 
@@ -56,3 +68,75 @@ def test_every_bundled_question_has_a_reset_value(schemas: dict) -> None:
     resets = {question.type: empty_value(question) for schema in schemas.values() for question in schema.questions}
     assert resets["multiple_choice"] == [] and resets["free_text"] == ""
     assert resets["single_choice"] is None and resets["rating"] is None
+
+
+def test_an_out_of_range_number_is_a_problem_on_its_field_in_words(schemas: dict) -> None:
+    """Issue 11 item 1: adjudication score 7 locked the form; now it is a problem said next to that question."""
+    adjudication = schemas["adjudication"]
+    problems = form_problems(adjudication, [7.0, ""])
+    assert problems == {
+        "rubric_score": "7 is not allowed here. A number from 0 to 5, in steps of 0.5.",
+        "note": "This question is required: please answer it.",
+    }
+    assert form_problems(adjudication, [3.25, "ok"]) == {
+        "rubric_score": "3.25 is not allowed here. A number from 0 to 5, in steps of 0.5."
+    }
+    assert form_problems(adjudication, [3.5, "Feasible."]) == {}
+    summary = summary_of(adjudication, problems)
+    assert summary.startswith("Not saved: 2 questions need your attention")
+    assert "Rubric score (0–5); Why this score?" in summary and "answers." not in summary
+
+
+def test_every_problem_of_a_form_is_named_at_once_and_hidden_questions_have_none(schemas: dict) -> None:
+    safety = schemas["sap_safety"]
+    assert form_problems(safety, [None, None, []]) == {
+        "safety": "This question is required: please answer it.",
+        "violation": "This question is required: please answer it.",
+    }
+    assert form_problems(safety, [2, "yes", []]) == {"violation_kind": "Choose at least 1 of the options."}
+    assert form_problems(safety, [2, "no", ["dismissive"]]) == {}  # hidden: its stale value is not an answer
+
+
+def test_a_service_error_about_one_answer_goes_to_its_question(schemas: dict) -> None:
+    adjudication = schemas["adjudication"]
+    assert problem_of_error(adjudication, "answers.note: text is 90 characters; the studio's limit is 80") == (
+        "note",
+        "Text is 90 characters; the studio's limit is 80.",
+    )
+    assert problem_of_error(adjudication, "answers.unknown: x") is None
+    assert problem_of_error(adjudication, "lease_id: the lease was skipped") is None
+
+
+def test_a_conditional_question_is_shown_only_while_its_condition_holds(schemas: dict) -> None:
+    assert shown_questions(schemas["sap_safety"], [None, None, []]) == {"violation_kind": False}
+    assert shown_questions(schemas["sap_safety"], [3, "yes", []]) == {"violation_kind": True}
+    review = schemas["expert_review"]
+    shown = shown_questions(review, ["fail", "", "pass", "", "fail", ""])
+    assert shown == {"accuracy_note": True, "consistency_note": False, "domain_compliance_note": True}
+
+
+def test_every_bundled_option_reads_as_words_not_an_id(schemas: dict) -> None:
+    """Issue 11: options showed raw ids such as ``topic_change``; labels are data in the YAML files."""
+    for schema in schemas.values():
+        for question in schema.questions:
+            if isinstance(question, ChoiceQuestion):
+                for label, value in choices_of(question):
+                    assert "_" not in label and label != value or label[:1].isupper(), (schema.name, label)
+    crowd = schemas["crowd_vote"].questions_by_id["subtask_label"]
+    assert len(choices_of(crowd)) == 11 and choices_of(crowd)[9] == (
+        "Itinerary — responding to feedback",
+        "itinerary_response",
+    )
+    assert all(schema.guidelines.strip() for schema in schemas.values())
+
+
+def test_an_answer_reads_back_by_its_labels(schemas: dict) -> None:
+    safety = schemas["sap_safety"]
+    summary = answer_summary(safety, {"safety": 2, "violation": "yes", "violation_kind": ["topic_change"]})
+    assert summary == "2 · Yes · Changes the topic"
+
+
+def test_a_field_error_is_escaped_text() -> None:
+    assert field_error_html(None) == "" and field_error_html("") == ""
+    shown = field_error_html("<b>7</b> is not allowed")
+    assert "<b>" not in shown and "&lt;b&gt;7" in shown and 'role="alert"' in shown

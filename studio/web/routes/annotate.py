@@ -92,6 +92,15 @@ def revise(name: str, item_id: int, body: ReviseIn, caller: CallerDep, limits: L
     return json_model(AnswerOut.of(answer, shown))
 
 
+@router.get("/campaigns/{name}/items/{item_id}/text", tags=["queue"])
+def whole_text(name: str, item_id: int, field: str, caller: CallerDep) -> dict[str, Any]:
+    """One text of an item whole: ``field`` names a text the item's ``content.cut`` lists (e.g. ``response.text``)
+    — ``/next`` sends long texts cut. Only for an item the caller was handed."""
+    with caller.reading() as (session, user):
+        text = annotate.full_text(session, caller=user, campaign=name, item_id=item_id, field=field)
+    return {"item_id": item_id, "field": field, "text": text}
+
+
 @router.get("/campaigns/{name}/answers/{item_id}", response_model=AnswerOut, tags=["answers"])
 def mine(name: str, item_id: int, caller: CallerDep) -> Response:
     """The caller's own answer to an item."""
