@@ -16,10 +16,11 @@ fi
 
 as_root() { if [ "$(id -u)" = 0 ]; then "$@"; else sudo "$@"; fi; }
 
-if [ ! -x /usr/bin/chromium ]; then
-  echo "tests/run.sh: installing Debian's chromium for the browser tests" >&2
+# Chromium for the browser tests, and a CJK font so the screenshots show Chinese (not boxes).
+if [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/opentype/noto ]; then
+  echo "tests/run.sh: installing Debian's chromium and fonts-noto-cjk for the browser tests" >&2
   as_root apt-get update -q
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-cjk
 fi
 
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
