@@ -22,16 +22,23 @@ EMBEDDER_MODEL_OPTION = click.option(
     metavar="PATH_OR_ID",
     help="BGE-M3 to load: a local directory or a hub id [env H2H_BGE_M3_MODEL; default BAAI/bge-m3 from the hub].",
 )
+EMBEDDER_BATCH_OPTION = click.option(
+    "--embedder-batch-size",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Texts per similarity batch [256 on a GPU, 32 on a CPU].",
+)
 OUTPUT_FIELDS = ("id", "bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")
 
 
-def _load_embedder_loudly(name: str, model: str | None) -> Embedder | None:
+def _load_embedder_loudly(name: str, model: str | None, batch_size: int | None) -> Embedder | None:
     """Load the embedder; when it stands in for the one asked for, say so on stderr as well as in the log.
     A model the user named that cannot load is a click error."""
     from pipeline.scoring.embedding import EmbedderUnavailable, load_embedder
 
     try:
-        embedder = load_embedder(name, model=model)
+        embedder = load_embedder(name, model=model, batch_size=batch_size)
     except EmbedderUnavailable as error:
         raise click.ClickException(str(error)) from error
     if embedder is not None and embedder.fallback_reason:
@@ -72,8 +79,15 @@ def read_pairs(path: Path) -> tuple[list[ScorePair], list[RecordError]]:
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for BLEU/ROUGE.")
 @click.option("--rescore", is_flag=True, help="Replace existing scores made with another signature (kept aside).")
 @EMBEDDER_MODEL_OPTION
+@EMBEDDER_BATCH_OPTION
 def score_command(
-    run_dir: Path, embedder: str, tokenizer: str, workers: int, rescore: bool, embedder_model: str | None
+    run_dir: Path,
+    embedder: str,
+    tokenizer: str,
+    workers: int,
+    rescore: bool,
+    embedder_model: str | None,
+    embedder_batch_size: int | None,
 ) -> None:
     """Score every response of RUN not scored yet (BLEU-1..4, ROUGE-1/L, SS, S); resumes after a kill."""
     from pipeline.jsonl import RecordError
@@ -85,10 +99,16 @@ def score_command(
     if not run.responses.exists():
         raise click.ClickException(f"{run.responses}: no responses to score (run `h2h generate` first)")
     if embedder_name_without_loading(embedder) is None:  # bge-m3: load it here so a fallback is said out loud
-        _load_embedder_loudly(embedder, embedder_model)
+        _load_embedder_loudly(embedder, embedder_model, embedder_batch_size)
     try:
         scored = score_run(
-            run, embedder=embedder, tokenizer=tokenizer, workers=workers, rescore=rescore, embedder_model=embedder_model
+            run,
+            embedder=embedder,
+            tokenizer=tokenizer,
+            workers=workers,
+            rescore=rescore,
+            embedder_model=embedder_model,
+            embedder_batch_size=embedder_batch_size,
         )
     except (ScoringError, RecordError) as exc:
         raise click.ClickException(str(exc)) from exc
@@ -102,8 +122,15 @@ def score_command(
 @click.option("--tokenizer", type=TOKENIZER_CHOICE, default="zh", show_default=True, help="BLEU/ROUGE tokenisation.")
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for BLEU/ROUGE.")
 @EMBEDDER_MODEL_OPTION
+@EMBEDDER_BATCH_OPTION
 def score_pairs_command(
-    input_path: Path, output: Path, embedder: str, tokenizer: str, workers: int, embedder_model: str | None
+    input_path: Path,
+    output: Path,
+    embedder: str,
+    tokenizer: str,
+    workers: int,
+    embedder_model: str | None,
+    embedder_batch_size: int | None,
 ) -> None:
     """Score {"id","hypothesis","reference"} lines; write id, bleu1..4, rouge1, rougeL, ss, S in input order."""
     from pipeline.jsonl import write_records
@@ -118,7 +145,7 @@ def score_pairs_command(
         raise click.ClickException(f"{len(problems)} problem(s) in {input_path}; nothing written")
     texts = [(pair.hypothesis, pair.reference) for pair in pairs]
     lexical = score_pairs(texts, tokenizer=tokenizer, workers=workers)
-    loaded = _load_embedder_loudly(embedder, embedder_model)
+    loaded = _load_embedder_loudly(embedder, embedder_model, embedder_batch_size)
     similarities: list[float | None] = [None] * len(pairs)
     if loaded is not None:
         similarities = list(cosine_similarities(loaded, [h for h, _ in texts], [r for _, r in texts]))

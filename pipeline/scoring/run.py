@@ -179,13 +179,15 @@ def score_run(
     progress: bool = True,
     block_size: int = BLOCK_SIZE,
     embedder_model: str | None = None,
+    embedder_batch_size: int | None = None,
 ) -> int:
     """Score every response of ``run`` not yet in ``RUN/scores.jsonl``; return how many were scored now.
 
     Appends one :class:`Score` per response (crash-safe lines) and records the stage in the manifest.
     Raises :class:`ScoringError` when a response names an unknown scenario or when the existing scores
     carry another signature (unless ``rescore``, which moves them aside and starts over). ``embedder_model``: the
-    BGE-M3 model to load (hub id or local directory; see :func:`pipeline.scoring.embedding.load_embedder`).
+    BGE-M3 model to load (hub id or local directory; see :func:`pipeline.scoring.embedding.load_embedder`);
+    ``embedder_batch_size``: texts per batch (default: by device).
     """
     scenarios = run.load_scenarios()
     responses = list(run.load(run.responses, Response).values())
@@ -195,7 +197,9 @@ def score_run(
     # A model is loaded only when its name is not known otherwise, or when there is something to score: a re-run
     # with every response scored already does not wait for one.
     known_name = embedder_name_without_loading(embedder)
-    loaded = load_embedder(embedder, model=embedder_model) if known_name is None else None
+    loaded = (
+        load_embedder(embedder, model=embedder_model, batch_size=embedder_batch_size) if known_name is None else None
+    )
     signature = score_signature(tokenizer, known_name or (loaded.name if loaded is not None else "none"))
     existing = run.load(run.scores, Score)
     if not _check_signatures(run, existing, signature, rescore):
@@ -204,7 +208,7 @@ def score_run(
     order = {scenario_id: index for index, scenario_id in enumerate(scenarios)}
     blocks = [b for b in plan_blocks(responses, order, block_size) if any(r.key in todo for r in b)]
     if blocks and loaded is None and known_name != "none":
-        loaded = load_embedder(embedder, model=embedder_model)
+        loaded = load_embedder(embedder, model=embedder_model, batch_size=embedder_batch_size)
     bar = tqdm(total=len(todo), desc="score", unit="response", file=sys.stderr, disable=not progress)
     with bar:
         written = _score_blocks(run, blocks, scenarios, todo, loaded, signature, tokenizer, workers, bar)

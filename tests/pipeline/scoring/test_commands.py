@@ -181,3 +181,31 @@ def test_embedder_model_that_cannot_load_stops_score_pairs(tmp_path: Path, monke
     assert result.exit_code == 1
     assert f"cannot load the BGE-M3 model '{tmp_path / 'my-bge-m3'}'" in result.stderr
     assert "minilm" not in result.stderr and not (tmp_path / "out.jsonl").exists()
+
+
+def test_the_embedder_batch_size_reaches_the_embedder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import pipeline.scoring.embedding as embedding
+    import pipeline.scoring.run as scoring
+
+    asked: list[object] = []
+
+    def recorded(name: str, **options: object) -> None:
+        asked.append(options.get("batch_size"))
+        return None  # no similarity: the lexical scores still come out
+
+    monkeypatch.setattr(embedding, "load_embedder", recorded)
+    monkeypatch.setattr(scoring, "load_embedder", recorded)
+    source = write_pairs(tmp_path / "pairs.jsonl", named_rows())
+    runner = CliRunner()
+    result = runner.invoke(
+        score_pairs_command, [str(source), "-o", str(tmp_path / "out.jsonl"), "--embedder-batch-size", "7"]
+    )
+    assert result.exit_code == 0, result.output
+    run = make_run(tmp_path / "run")
+    result = runner.invoke(score_command, ["--run", str(run.root), "--embedder-batch-size", "9"])
+    assert result.exit_code == 0, result.output
+    assert asked and set(asked) == {7, 9} and asked[0] == 7
+    refused = runner.invoke(
+        score_pairs_command, [str(source), "-o", str(tmp_path / "x.jsonl"), "--embedder-batch-size", "0"]
+    )
+    assert refused.exit_code == 2 and "--embedder-batch-size" in refused.output

@@ -120,3 +120,25 @@ def test_a_named_model_that_cannot_load_is_an_error_never_a_fallback(tmp_path) -
 
     with pytest.raises(EmbedderUnavailable, match=f"cannot load the BGE-M3 model '{tmp_path}': BGE-M3 unavailable"):
         load_embedder("bge-m3", model=str(tmp_path))
+
+
+def test_the_batch_size_follows_the_device_unless_one_is_asked_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    """256 texts per batch on a GPU, 32 on a CPU (benchmarks/bench_bge_m3.py measured both), or the one asked for."""
+    import pipeline.scoring.embedding as embedding
+
+    loads: list[tuple[str, str, int]] = []
+
+    def recorded(source: str, device: str, batch_size: int) -> object:
+        loads.append((source, device, batch_size))
+        return object()
+
+    monkeypatch.setattr(embedding, "_load_bge_m3", recorded)
+    for device in ("cuda:3", "cpu"):
+        load_embedder("bge-m3", model=f"/models/batch-test-{device}", device=device)
+    load_embedder("bge-m3", model="/models/batch-test-asked", device="cuda:3", batch_size=5)
+    assert loads == [
+        ("/models/batch-test-cuda:3", "cuda:3", 256),
+        ("/models/batch-test-cpu", "cpu", 32),
+        ("/models/batch-test-asked", "cuda:3", 5),
+    ]
+    assert embedding.default_batch_size("cuda") == 256 and embedding.default_batch_size("cpu") == 32
