@@ -5,7 +5,8 @@ read that page's event results from ``queue/data`` (or cancel its events), and a
 under its cache by URL (a researcher's export, by an annotator). :class:`GradioGate` sits in front of the mounted UI:
 
 - **sessions**: the first signed-in person to use a ``session_hash`` (its ``queue/join``, ``queue/data``,
-  ``heartbeat``, ``cancel`` ...) owns it; the same hash from anyone else is refused (403) before Gradio sees it;
+  ``heartbeat``, ``cancel``, and the direct ``run/``, ``api/`` and ``call/`` routes ...) owns it; the same hash from
+  anyone else is refused (403) before Gradio sees it;
 - **files**: a file under the studio's Gradio cache is served only to the people it was handed to — the paths in the
   results ``queue/data`` streams to a session are recorded for that session's owner, an upload's paths for its
   uploader — and answered 404 for anyone else (as if it did not exist). Every other ``file=`` path is 404 too.
@@ -34,8 +35,6 @@ from studio.web.middleware import UI_PATH
 
 GRADIO_API = f"{UI_PATH}/gradio_api/"
 FILE_PREFIXES = tuple(f"{UI_PATH}{api}{route}" for api in ("/gradio_api", "") for route in ("/file=", "/file/"))
-#: Gradio routes whose JSON body names the session it acts for.
-SESSION_BODY_ROUTES = frozenset({f"{GRADIO_API}queue/join", f"{GRADIO_API}cancel", f"{GRADIO_API}component_server"})
 HEARTBEAT = f"{GRADIO_API}heartbeat/"
 #: Resolves the username of a request (``None``: not signed in); runs in a worker thread.
 CallerName = Callable[[Request], str | None]
@@ -71,6 +70,16 @@ class Owners:
     def _trim(self) -> None:
         while len(self._owners) > self.size:
             self._owners.popitem(last=False)
+
+
+def names_session_in_body(scope: Scope) -> bool:
+    """Whether the request's body may name the session it acts for: every POST to Gradio's API but an upload.
+
+    Not only ``queue/join``, ``cancel`` and ``component_server``: ``run/…``, ``api/…`` and ``call/…`` take a
+    ``session_hash`` in their JSON body too and act on that session's state. (The body is already bounded by
+    ``RequestGate``; an upload's multipart body is the upload gate's and names no session.)
+    """
+    return scope.get("method") == "POST" and not scope["path"].endswith("/upload")
 
 
 def session_hash_of(scope: Scope, body: bytes | None) -> str | None:
@@ -130,7 +139,7 @@ class GradioGate:
             await self.app(scope, receive, send)
             return
         body = None
-        if path in SESSION_BODY_ROUTES:
+        if names_session_in_body(scope):
             body, receive = await read_body(receive)
         session_hash = session_hash_of(scope, body)
         username = (

@@ -112,3 +112,18 @@ def test_a_page_session_belongs_to_the_person_who_opened_it(studio: str) -> None
         assert cancel.status_code == 403
         assert join(annotator, uuid.uuid4().hex, "h2h-refresh").status_code == 200  # their own session works
         exported(researcher, session_hash)  # and the researcher's still does
+
+
+def test_the_direct_routes_are_refused_a_session_that_is_not_yours_too(studio: str) -> None:
+    """Gradio's run/, api/ and call/ routes take a session_hash in their body as queue/join does (seen on the first
+    version of the gate: an annotator's run/predict in the researcher's session answered 200)."""
+    with signed_in(studio, "rita") as researcher, signed_in(studio, "annotator01") as annotator:
+        session_hash = uuid.uuid4().hex
+        exported(researcher, session_hash)
+        fn_index = 0
+        for route in ("run/predict", "api/predict", "call/predict", "call/v2/predict", "reset"):
+            body = {"data": [], "fn_index": fn_index, "session_hash": session_hash, "event_data": None}
+            reply = annotator.post(f"/ui/gradio_api/{route}", json=body)
+            assert reply.status_code == 403, (route, reply.status_code, reply.text[:200])
+            assert "another sign-in" in reply.json()["detail"]
+        exported(researcher, session_hash)  # the researcher's page still works
