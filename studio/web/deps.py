@@ -29,8 +29,8 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy import Engine
 
-from studio.models.types import STORE_INT_MAX
 from studio.services.errors import NotAuthenticated
+from studio.services.text import unstorable
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
 from studio.usecases.context import RequestContext
@@ -130,23 +130,6 @@ async def answer_limits(request: Request) -> AnswerLimits:
 CallerDep = Annotated[RequestContext, Depends(caller_context)]
 SettingsDep = Annotated[Settings, Depends(app_settings)]
 LimitsDep = Annotated[AnswerLimits, Depends(answer_limits)]
-
-
-def unstorable(value: Any, field: str) -> str | None:
-    """Why ``value`` (a path or query parameter, or a JSON body's field; ``field`` names it) cannot reach the store.
-
-    A NUL character (PostgreSQL's text columns cannot hold one) and whole numbers past :data:`STORE_INT_MAX` (the store
-    cannot compare its ids with one) are refused here, naming the field, instead of failing in the driver as a 500. A
-    list is checked item by item; a JSON object (an answer's values, a curator's edits) is left to its own checks:
-    stored as JSON, its text may hold any character (``tests/studio/test_api_hostile.py`` stores a NUL verbatim).
-    """
-    if isinstance(value, str):
-        return f"{field}: text contains a NUL character (U+0000)" if "\x00" in value else None
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > STORE_INT_MAX:
-        return f"{field}: {value} is out of range (at most {STORE_INT_MAX} either way)"
-    if isinstance(value, list):
-        return next((why for item in value if (why := unstorable(item, field))), None)
-    return None
 
 
 def _whole_number_params(route: Any) -> frozenset[str]:

@@ -7,6 +7,8 @@ under its cache by URL (a researcher's export, by an annotator). :class:`GradioG
 - **sessions**: the first signed-in person to use a ``session_hash`` (its ``queue/join``, ``queue/data``,
   ``heartbeat``, ``cancel``, and the direct ``run/``, ``api/`` and ``call/`` routes ...) owns it; the same hash from
   anyone else is refused (403) before Gradio sees it;
+- **inputs**: an event whose inputs hold what the store cannot take (a NUL character, a lone surrogate, a number past
+  the store's ids) is refused 422, naming the input, as the REST API refuses them — not a driver error deep inside;
 - **files**: a file under the studio's Gradio cache is served only to the people it was handed to — the paths in the
   results ``queue/data`` streams to a session are recorded for that session's owner, an upload's paths for its
   uploader — and answered 404 for anyone else (as if it did not exist). Every other ``file=`` path is 404 too.
@@ -31,6 +33,7 @@ from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from studio.services.text import unstorable
 from studio.web.middleware import UI_PATH
 
 GRADIO_API = f"{UI_PATH}/gradio_api/"
@@ -98,6 +101,21 @@ def session_hash_of(scope: Scope, body: bytes | None) -> str | None:
     return None
 
 
+def unstorable_input(body: bytes | None) -> str | None:
+    """Why the inputs a page sent (a Gradio event's ``data`` list) cannot reach the store (a NUL character, a lone
+    surrogate, a whole number past the store's ids), naming the input by its place; None when they can. The REST API
+    refuses the same values (``studio.web.deps.refuse_unstorable_input``); nobody types them into a page."""
+    if not body:
+        return None
+    try:
+        data = json.loads(body).get("data")
+    except (ValueError, AttributeError):
+        return None  # not a Gradio event: Gradio's own validation answers it
+    if not isinstance(data, list):
+        return None
+    return next((why for index, value in enumerate(data) if (why := unstorable(value, f"input {index + 1}"))), None)
+
+
 async def read_body(receive: Receive) -> tuple[bytes, Receive]:
     """The whole body (already bounded by ``RequestGate``), and a ``receive`` that hands it on again."""
     chunks = []
@@ -141,6 +159,10 @@ class GradioGate:
         body = None
         if names_session_in_body(scope):
             body, receive = await read_body(receive)
+        refused = unstorable_input(body)
+        if refused:
+            await JSONResponse({"detail": refused}, status_code=422)(scope, receive, send)
+            return
         session_hash = session_hash_of(scope, body)
         username = (
             await run_in_threadpool(self.caller_name, Request(scope))

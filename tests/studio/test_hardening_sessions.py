@@ -127,3 +127,24 @@ def test_the_direct_routes_are_refused_a_session_that_is_not_yours_too(studio: s
             assert reply.status_code == 403, (route, reply.status_code, reply.text[:200])
             assert "another sign-in" in reply.json()["detail"]
         exported(researcher, session_hash)  # the researcher's page still works
+
+
+def test_inputs_the_store_cannot_take_are_refused_naming_the_input(studio: str) -> None:
+    """A NUL, a lone surrogate or an id past the store's range in a page's inputs is a 422 naming the input, as on the
+    REST API (seen before: the Curate page's 'open scenario' on PostgreSQL raised DataError / UnicodeEncodeError)."""
+    with signed_in(studio, "rita") as researcher:
+        session_hash = uuid.uuid4().hex
+        forged = {
+            '"sc\\u0000-1"': "input 2: text contains a NUL character (U+0000)",
+            '"sc\\ud800-1"': "input 2: text is not valid Unicode (a lone surrogate)",
+            str(2**70): f"input 2: {2**70} is out of range",
+        }
+        for value, detail in forged.items():
+            for route in ("queue/join", "run/predict"):
+                body = f'{{"data": ["ok", {value}], "fn_index": 0, "session_hash": "{session_hash}"}}'
+                reply = researcher.post(
+                    f"/ui/gradio_api/{route}", content=body, headers={"content-type": "application/json"}
+                )
+                assert reply.status_code == 422, (route, value, reply.status_code)
+                assert reply.json()["detail"].startswith(detail), reply.text
+        exported(researcher, session_hash)  # the page itself goes on working

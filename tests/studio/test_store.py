@@ -32,7 +32,21 @@ def test_sqlite_runs_in_wal_mode_with_a_busy_timeout(tmp_path: Path) -> None:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() == 1234
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        # FULL (2): every acknowledged answer is on disk before it is acknowledged (NORMAL, 1, may drop the last ones)
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 2
     engine.dispose()
+
+
+def test_sqlite_durability_follows_the_setting(tmp_path: Path) -> None:
+    from studio.web.api import store_engine  # the studio's own engine, as `h2h studio` builds it
+
+    settings = get_settings(database_url=f"sqlite:///{tmp_path / 'y.sqlite'}", sqlite_synchronous="NORMAL")
+    engine = store_engine(settings)
+    with engine.connect() as connection:
+        assert connection.exec_driver_sql("PRAGMA synchronous").scalar() == 1
+    engine.dispose()
+    with pytest.raises(ValueError, match="sqlite_synchronous: 'SOMETIMES' is not one of OFF, NORMAL, FULL, EXTRA"):
+        create_db_engine(f"sqlite:///{tmp_path / 'z.sqlite'}", sqlite_synchronous="SOMETIMES")
 
 
 @pytest.mark.parametrize("second_engine", [False, True], ids=["same-process", "other-process"])
