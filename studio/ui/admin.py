@@ -14,7 +14,7 @@ from studio.policies import ROLES, AdminPolicy, is_allowed
 from studio.ui import admin_views as views
 from studio.ui.admin_campaigns import CampaignsPanel
 from studio.ui.admin_imports import ImportsPanel
-from studio.ui.calls import OpenContext, reading, writing
+from studio.ui.calls import OpenContext, reading, says_refusals, writing
 from studio.ui.tables import table
 from studio.usecases import admin
 
@@ -111,9 +111,13 @@ class AdminTab:
     def _wire_users(self) -> None:
         self.users_refresh.click(self._on_users(), outputs=[self.users], **PRIVATE)
         self.users.select(self._on_pick(), outputs=[self.account], **PRIVATE)
+        # The typed password is emptied once it is set (not left ready for the next person).
         shown = [self.users_message, self.one_time, self.users]
         self.add_user.click(
-            self._on_add(), inputs=[self.new_username, self.new_role, self.new_password], outputs=shown, **PRIVATE
+            self._on_add(),
+            inputs=[self.new_username, self.new_role, self.new_password],
+            outputs=[*shown, self.new_password],
+            **PRIVATE,
         )
         for button, change in (
             (self.change_role, "role"),
@@ -123,7 +127,8 @@ class AdminTab:
             (self.reset, "reset"),
         ):
             inputs = [self.account, self.account_role if change == "role" else self.reset_text]
-            button.click(self._on_account(change), inputs=inputs, outputs=shown, trigger_mode="once", **PRIVATE)
+            outputs = [*shown, self.reset_text]
+            button.click(self._on_account(change), inputs=inputs, outputs=outputs, trigger_mode="once", **PRIVATE)
         filters = [self.audit_actor, self.audit_action, self.audit_entity, self.audit_entity_id, self.audit_page]
         self.audit_search.click(
             self._on_audit(), inputs=filters, outputs=[self.audit, self.audit_summary, self.audit_page], **PRIVATE
@@ -154,6 +159,7 @@ class AdminTab:
     def _on_add(self) -> Any:
         import gradio as gr
 
+        @says_refusals(4)
         def on_add(username: str | None, role: str | None, password: str | None, request: gr.Request) -> list[Any]:
             with writing(self.open_context, request) as (session, caller):
                 outcome = admin.add_user(
@@ -161,7 +167,7 @@ class AdminTab:
                 )
                 listed = views.users_frame(admin.list_users(session, caller=caller))
             message, shown = views.password_message(outcome, f"Added {outcome.user.username} ({outcome.user.role})")
-            return [message, gr.Textbox(value=shown or "", visible=shown is not None), listed]
+            return [message, gr.Textbox(value=shown or "", visible=shown is not None), listed, ""]
 
         return on_add
 
@@ -183,11 +189,13 @@ class AdminTab:
     def _on_account(self, change: str) -> Any:
         import gradio as gr
 
+        @says_refusals(4)
         def on_account(username: str | None, value: Any, request: gr.Request) -> list[Any]:
             with writing(self.open_context, request) as (session, caller):
                 message, shown = self._account_change(session, caller, change, username or "", value)
                 listed = views.users_frame(admin.list_users(session, caller=caller))
-            return [message, gr.Textbox(value=shown or "", visible=shown is not None), listed]
+            typed = "" if change == "reset" else gr.skip()
+            return [message, gr.Textbox(value=shown or "", visible=shown is not None), listed, typed]
 
         return on_account
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from studio.policies import ROLES
 from studio.ui import admin_views as views
-from studio.ui.calls import OpenContext, reading, writing
+from studio.ui.calls import OpenContext, reading, says_refusals, writing
 from studio.ui.tables import table
 from studio.usecases import admin
 
@@ -31,8 +31,11 @@ class CampaignsPanel:
             with gr.Row():
                 self.campaign_name = gr.Textbox(label="Name", elem_id="h2h-campaign-name")
                 self.campaign_schema = gr.Dropdown([], label="Workflow", elem_id="h2h-campaign-schema")
-                self.campaign_people = gr.Number(
-                    None, label="People per item (empty: the workflow's)", precision=0, elem_id="h2h-campaign-people"
+                # A text box, not gr.Number: a Number starts at 0 and sends 0 for "empty", which no campaign takes.
+                self.campaign_people = gr.Textbox(
+                    label="People per item (empty: the workflow's)",
+                    placeholder="the workflow's",
+                    elem_id="h2h-campaign-people",
                 )
             with gr.Row():
                 self.subtasks = gr.Dropdown([], multiselect=True, label="Subtasks (any)", elem_id="h2h-subtasks")
@@ -98,10 +101,11 @@ class CampaignsPanel:
     def _on_create(self) -> Any:
         import gradio as gr
 
+        @says_refusals(3)
         def on_create(
             name: str | None,
             schema: str | None,
-            people: float | None,
+            people: str | float | None,
             subtasks: list[str] | None,
             languages: list[str] | None,
             models: list[str] | None,
@@ -117,7 +121,7 @@ class CampaignsPanel:
                     caller=caller,
                     name=name,
                     schema_name=schema or "",
-                    people_per_item=people,
+                    people_per_item=views.people_per_item(people),
                     subtasks=subtasks,
                     languages=languages,
                     models=models,
@@ -135,6 +139,7 @@ class CampaignsPanel:
     def _on_status(self, status: str) -> Any:
         import gradio as gr
 
+        @says_refusals(3)
         def on_status(name: str | None, request: gr.Request) -> list[Any]:
             with writing(self.open_context, request) as (session, caller):
                 changed = admin.set_campaign_status(session, caller=caller, name=name or "", status=status)
@@ -146,6 +151,7 @@ class CampaignsPanel:
     def _on_assign(self) -> Any:
         import gradio as gr
 
+        @says_refusals(3)
         def on_assign(name: str | None, roles: list[str] | None, request: gr.Request) -> list[Any]:
             with writing(self.open_context, request) as (session, caller):
                 changed = admin.assign_roles(session, caller=caller, name=name or "", roles=roles)

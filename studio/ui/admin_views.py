@@ -120,3 +120,20 @@ def check_html(check: ImportCheck) -> str:
 
 def stored_html(added: int, updated: int) -> str:
     return message_html(f"Imported: {added} scenario(s) added, {updated} updated.")
+
+
+def people_per_item(typed: str | float | None) -> int | None:
+    """The "people per item" a person typed: None when empty (the workflow's own), else a whole number (the use case
+    says when it is below 1). Raises ``InvalidInput`` naming the field for anything else."""
+    from studio.services.errors import InvalidInput
+
+    text = str(typed if typed is not None else "").strip()
+    if not text:
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        number = float("nan")
+    if not number.is_integer():
+        raise InvalidInput(f"people_per_item: {text!r} is not a whole number (leave it empty for the workflow's)")
+    return int(number)

@@ -8,10 +8,11 @@ cases, which authorise the caller on every call. Nothing the browser holds is tr
 
 from __future__ import annotations
 
+import functools
 import html
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar, cast
 
 from sqlmodel import Session
 
@@ -20,6 +21,7 @@ from studio.usecases.context import RequestContext
 
 #: ``gr.Request`` → the caller's context (``studio.web.deps.request_context`` bound to the studio's engine).
 OpenContext = Callable[[Any], RequestContext]
+Handler = TypeVar("Handler", bound=Callable[..., Any])
 
 
 def toast_text(message: object) -> str:
@@ -42,11 +44,46 @@ def refused_as_gradio_errors() -> Iterator[None]:
     try:
         yield
     except ServiceError as error:
-        raise gr.Error(toast_text(error), duration=10, print_exception=False) from None
+        refusal = gr.Error(toast_text(error), duration=10, print_exception=False)
+        refusal.status_code = error.status_code  # read by :func:`says_refusals`
+        raise refusal from None
     except Exception as error:
         if not is_store_fault(error):
             raise
-        raise gr.Error(toast_text(STORE_UNAVAILABLE), duration=10, print_exception=False) from None
+        refusal = gr.Error(toast_text(STORE_UNAVAILABLE), duration=10, print_exception=False)
+        refusal.status_code = 503
+        raise refusal from None
+
+
+#: Refusals a person meets by using the page as it is (bad or stale input, a store that cannot serve): said beside
+#: the form. Not signed in / not allowed are for crafted calls only (the page hides what a role may not use): those
+#: stay Gradio errors.
+SAID_ON_THE_PAGE = frozenset({400, 404, 409, 422, 503})
+
+
+def says_refusals(outputs: int) -> Callable[[Handler], Handler]:
+    """Decorate a handler whose first of ``outputs`` outputs is its message line: a refusal of the input (bad, stale or
+    conflicting) or a store that cannot serve becomes that message, shown as an error, and the other outputs are left
+    as they are (``gr.skip()``) — no toast over the page, no red "Error" over tables and fields, what was typed stays.
+    Nothing was committed: the refusal rolled the event's transaction back before it got here."""
+    import gradio as gr
+
+    from studio.ui.render import render_message
+
+    def decorate(handler: Handler) -> Handler:
+        @functools.wraps(handler)
+        def said(*args: Any, **kwargs: Any) -> Any:
+            try:
+                return handler(*args, **kwargs)
+            except gr.Error as refusal:
+                if getattr(refusal, "status_code", None) not in SAID_ON_THE_PAGE:
+                    raise
+                message = render_message(html.unescape(str(refusal.message)), kind="error")
+                return [message, *[gr.skip()] * (outputs - 1)]
+
+        return cast(Handler, said)
+
+    return decorate
 
 
 @contextmanager

@@ -326,3 +326,43 @@ def test_a_curator_sees_only_the_import(admin_studio: Studio, page: Any) -> None
     tabs = page.get_by_role("tab").all_inner_texts()
     assert "Import scenarios" in tabs and not {"Users", "Audit log", "Campaigns"} & set(tabs)
     shot(page, "admin-curator-import-only")
+
+
+def test_refusals_are_said_beside_the_form_which_stays_usable(admin_studio: Studio, page: Any) -> None:
+    """A refused admin action says why in the part's message line, in words, and leaves the tables and what was typed
+    as they were (before: a toast in a corner and red "Error" boxes over the tables and the message line). A campaign
+    created with the form as it loads takes the workflow's people per item (before: the field started at 0 and every
+    such campaign was refused with "people_per_item: must be 1 or more")."""
+    open_admin(page, admin_studio, "Campaigns")
+    wait_for_row(page, "h2h-campaigns", "test-crowd_vote", 2, "open")
+    fill(page, "h2h-campaign-name", "as-loaded")
+    page.click("#h2h-create-campaign")
+    wait_for_text(page, "#h2h-campaigns-message", "Created as-loaded (")
+    wait_for_row(page, "h2h-campaigns", "as-loaded", 2, "open")
+
+    page.click("#h2h-create-campaign")  # the same name again
+    wait_for_text(page, "#h2h-campaigns-message", "as-loaded")
+    page.wait_for_selector("#h2h-campaigns-message .h2h-error", timeout=UI_WAIT_MS)
+    assert "already" in page.inner_text("#h2h-campaigns-message")
+    assert "as-loaded" in rows_of(page, "h2h-campaigns") and "test-crowd_vote" in rows_of(page, "h2h-campaigns")
+    fill(page, "h2h-campaign-name", "typed-people")
+    fill(page, "h2h-campaign-people", "two")
+    page.click("#h2h-create-campaign")
+    wait_for_text(page, "#h2h-campaigns-message", "people_per_item: 'two' is not a whole number")
+    assert page.input_value("#h2h-campaign-people input, #h2h-campaign-people textarea") == "two"
+    assert "typed-people" not in rows_of(page, "h2h-campaigns")
+    shot(page, "admin-admin-campaign-refused")
+
+    page.get_by_role("tab", name="Users").click()
+    wait_for_row(page, "h2h-users", "annotator01", 1, "annotator")
+    fill(page, "h2h-new-username", "annotator01")  # taken
+    page.click("#h2h-add-user")
+    page.wait_for_selector("#h2h-users-message .h2h-error", timeout=UI_WAIT_MS)
+    assert "annotator01" in page.inner_text("#h2h-users-message")
+    assert "annotator01" in rows_of(page, "h2h-users")  # the table is still there
+    fill(page, "h2h-account-username", "annotator04")
+    fill(page, "h2h-reset-text", "another brand new password")
+    page.click("#h2h-reset-password")
+    wait_for_text(page, "#h2h-users-message", "New password set for annotator04")
+    assert page.input_value("#h2h-reset-text input, #h2h-reset-text textarea") == ""  # not left for the next person
+    shot(page, "admin-admin-user-refused-then-reset")
