@@ -66,12 +66,11 @@ def publish_command(name: str, note: str | None, db_url: str | None) -> None:
     """Publish the accepted scenarios (curators' edits applied) as an immutable dataset version; `h2h export dataset
     --version NAME -o FILE` writes it out."""
     from studio.db import write_session
-    from studio.services.curation import publish_dataset
+    from studio.services.curation import decisions_text, publish_dataset
 
     with open_store(db_url) as engine, write_session(engine) as session:
         version, created = publish_dataset(session, actor="h2h publish", name=name, note=note)
-    summary = version.summary
-    counts = ", ".join(f"{key} {len(summary.get(key, []))}" for key in ("accepted", "edited", "rejected", "pending"))
+    counts = decisions_text(version.summary)
     state = "published" if created else "already published as"
     click.echo(f"{state} {version.name}: {version.n_scenarios} scenarios ({counts}); sha256 {version.content_hash}")
 

@@ -309,6 +309,15 @@ def decision_summary(session: Session) -> dict[str, list[str]]:
     return summary
 
 
+def decisions_text(summary: dict[str, list[str]]) -> str:
+    """A version's decisions in words, e.g. ``accepted 2 (1 of them edited), rejected 1, pending 64``: the edited ones
+    are among the accepted (the four counts of :func:`decision_summary` overlap), so the parts add up to the whole."""
+    accepted, edited = len(summary.get("accepted", [])), len(summary.get("edited", []))
+    parts = [f"accepted {accepted}" + (f" ({edited} of them edited)" if edited else "")]
+    parts += [f"{kind} {len(summary.get(kind, []))}" for kind in ("rejected", "pending")]
+    return ", ".join(parts)
+
+
 def publish_dataset(
     session: Session, *, actor: str, name: str, include_edits: bool = True, note: str | None = None
 ) -> tuple[DatasetVersionPublic, bool]:

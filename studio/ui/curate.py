@@ -174,6 +174,10 @@ class CurateTab:
         for table_of_rows in (self.scenarios, self.responses):
             table_of_rows.select(self._on_select(), outputs=[*detail, self.tabs], api_visibility="private")
         self.open.click(self._on_open(), inputs=[self.scenario_id], outputs=detail, api_visibility="private")
+        # Opening another scenario clears the last decision's message (it spoke of the scenario shown before); in the
+        # page alone, no server call.
+        for opening in (self.open.click, self.scenarios.select, self.responses.select):
+            opening(None, js="() => ''", outputs=[self.decision.message])
         decided = self.decision.wire(shown=self.shown, detail_outputs=detail, detail_values=self._detail_values)
         # The list shows the decision at once (same filters, same page).
         decided.then(self._browse(0), inputs=filters, outputs=listing, api_visibility="private")

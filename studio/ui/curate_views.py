@@ -16,6 +16,7 @@ import pandas as pd
 from studio.models import AuditLogPublic
 from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
 from studio.services.aggregation import AggregationSummary
+from studio.services.curation import decisions_text
 from studio.services.curation_decisions import form_values
 from studio.services.rater import RaterAgreement
 from studio.ui.render import escape_text, render_item, render_persona
@@ -172,7 +173,7 @@ def versions_frame(versions: Iterable[DatasetVersionPublic]) -> pd.DataFrame:
         {
             "name": version.name,
             "scenarios": version.n_scenarios,
-            "decided": ", ".join(f"{kind} {len(ids)}" for kind, ids in version.summary.items()),
+            "decided": decisions_text(version.summary),
             "created_at": version.created_at.isoformat(timespec="seconds"),
             "created_by": version.created_by,
             "note": version.note,

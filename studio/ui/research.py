@@ -97,7 +97,8 @@ class ResearchTab:
             )
             self.leaderboard_note = self._note("h2h-leaderboard")
             self.leaderboard = table(
-                "Table 2: 100·S per subtask (itinerary I–III: 100·J_final/5); (counted/total) where items are pending",
+                "Table 2: 100·S per subtask; itinerary I–III: 100·J_final/5, J_final = 0.6·5S + 0.4·(the experts' "
+                "median score where adjudicated, else the judge's); (counted/total) where items are pending",
                 "h2h-leaderboard",
                 wrap=True,
                 pinned_columns=1,

@@ -176,8 +176,8 @@ def leaderboard_note(view: LeaderboardView) -> str:
         f"{view.adjudicated} adjudicated.",
         f"Partial cells show (counted/total). Columns marked *: {', '.join(map(display_header, partial))}.",
         f"Not like for like: {len(reasons)} of {len(view.board.table)} model(s) have pending items, so their partial "
-        "cells and their overall average other, fewer items than a full cell — do not rank them against full ones "
-        "on those columns.",
+        "cells and their overall average fewer items than a full cell does — do not rank them against full ones on "
+        "those columns.",
     ]
     return note_html(lines, kind="warning")
 

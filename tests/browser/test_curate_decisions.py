@@ -84,6 +84,9 @@ def test_the_decision_lands_on_the_scenario_shown_and_the_list_follows(curating:
     wait_for_text(page, "#h2h-detail-status", "rejected")
     assert page.input_value("#h2h-reason textarea") == ""  # type: ignore[attr-defined]
     save_screenshot(page, "curate-decision-saved")
+    # Opening another scenario clears the message about the last one (it stayed, beside the new scenario, before).
+    open_by_id(page, "b-dialogue-4", "Work was long today (4).")
+    assert page.inner_text("#h2h-decision-message").strip() == ""  # type: ignore[attr-defined]
 
 
 def test_a_second_decision_from_a_stale_page_is_refused_and_shows_the_current_state(

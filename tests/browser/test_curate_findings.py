@@ -110,7 +110,7 @@ def test_publishing_records_what_was_accepted_edited_and_rejected(findings: Stud
     fill(page, "h2h-version-name", "curated-v1")
     page.click("#h2h-publish")  # type: ignore[attr-defined]
     wait_for_text(page, "#h2h-publish-message", "Published curated-v1: 2 scenarios")
-    wait_for_text(page, "#h2h-versions", "accepted 2, edited 1, rejected 1, pending")
+    wait_for_text(page, "#h2h-versions", "accepted 2 (1 of them edited), rejected 1, pending")
     save_screenshot(page, "curate-version-published")
     [version] = read_store(findings, select(DatasetVersion))
     assert version.summary["accepted"] == ["dlg-1", "dlg-2"]  # type: ignore[attr-defined]
