@@ -13,10 +13,11 @@ from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Row
+from sqlalchemy import Row, func, select
+from sqlmodel import Session, col
 
 from pipeline.prompts import CONTEXT_ORDER, context_fields
-from studio.models import ResponseRow, ScenarioRow, ScoreRow
+from studio.models import Item, ResponseRow, ScenarioRow, ScoreRow
 from studio.services.errors import NotFound
 
 #: Always shown (the defaults of DESIGN.md): the scenario's conversation.
@@ -162,3 +163,23 @@ def full_text(content: dict[str, Any], field: str) -> str:
     if not isinstance(value, str):
         raise NotFound(f"field: {field!r} is not a text of the item")
     return value
+
+
+#: Characters of a scenario's user input that name an item in a person's list of their answers.
+EXCERPT_CHARS = 48
+
+
+def user_input_excerpts(session: Session, item_ids: Sequence[int]) -> dict[int, str]:
+    """The first :data:`EXCERPT_CHARS` characters of each item's user input (one query), by item id."""
+    if not item_ids:
+        return {}
+    query = (
+        select(col(Item.id), func.substr(col(ScenarioRow.user_input), 1, EXCERPT_CHARS + 1))
+        .join(ScenarioRow, col(ScenarioRow.id) == col(Item.scenario_id))
+        .where(col(Item.id).in_(list(item_ids)))
+    )
+    excerpts = {}
+    for item_id, text in session.execute(query):
+        flat = " ".join(str(text or "").split())
+        excerpts[int(item_id)] = flat if len(flat) <= EXCERPT_CHARS else flat[:EXCERPT_CHARS].rstrip() + "…"
+    return excerpts

@@ -204,7 +204,7 @@ class AnnotateTab:
             parts.submit.click(
                 self._submit_handler(parts),
                 inputs={self.shown, *parts.fields},
-                outputs=outputs,
+                outputs=[*outputs, self.revise.mine],  # the earlier answers listed anew after a revision
                 api_visibility="private",
                 trigger_mode="once",
             )
@@ -327,32 +327,40 @@ class AnnotateTab:
         import gradio as gr
 
         def on_submit(data: dict[Any, Any], request: gr.Request) -> list[Any]:
-            values = [data[component] for component in parts.fields]
-            kept = parts.values(values, keep=True)
-            try:
-                shown = ShownItem.from_page(data[self.shown])
-            except ServiceError as error:
-                return self.error_values(error, form=parts.key) + kept
-            if shown is None:  # a late second press after the last item: nothing is on screen to answer
-                return self.error_values(ServiceError("Nothing to submit."), form=None) + kept
-            problems = form_problems(parts.schema, values)
-            if problems:
-                return self._refused(parts, values, problems)
-            try:
-                offer = self._store(parts, shown, values, request)
-            except Conflict as error:  # nothing was stored: move on to the rater's next item, saying why
-                return self._moved_on(shown.campaign, NOT_SAVED.format(error), request, parts.key) + parts.reset()
-            except InvalidInput as error:  # a limit only the server knows (the studio's text limit)
-                about = problem_of_error(parts.schema, str(error))
-                if about is not None:
-                    return self._refused(parts, values, dict([about]))
-                return self.error_values(error, form=parts.key) + kept
-            except ServiceError as error:
-                return self.error_values(error, form=parts.key) + kept
-            note = "Saved your revised answer." if shown.revising else "Saved."
-            return self.panel_values(panel_of(shown.campaign, offer, note=note)) + parts.reset()
+            values, revised_in = self._submitted(parts, data, request)
+            # After a revision the "go back" list is read anew (its labels show the answers as they were).
+            listed = self.revise.choices(revised_in, request) if revised_in else gr.skip()
+            return [*values, listed]
 
         return on_submit
+
+    def _submitted(self, parts: FormParts, data: dict[Any, Any], request: Any) -> tuple[list[Any], str | None]:
+        """The panel and form values after a submit, and the campaign whose answer was revised (else None)."""
+        values = [data[component] for component in parts.fields]
+        kept = parts.values(values, keep=True)
+        try:
+            shown = ShownItem.from_page(data[self.shown])
+        except ServiceError as error:
+            return self.error_values(error, form=parts.key) + kept, None
+        if shown is None:  # a late second press after the last item: nothing is on screen to answer
+            return self.error_values(ServiceError("Nothing to submit."), form=None) + kept, None
+        problems = form_problems(parts.schema, values)
+        if problems:
+            return self._refused(parts, values, problems), None
+        try:
+            offer = self._store(parts, shown, values, request)
+        except Conflict as error:  # nothing was stored: move on to the rater's next item, saying why
+            return self._moved_on(shown.campaign, NOT_SAVED.format(error), request, parts.key) + parts.reset(), None
+        except InvalidInput as error:  # a limit only the server knows (the studio's text limit)
+            about = problem_of_error(parts.schema, str(error))
+            if about is not None:
+                return self._refused(parts, values, dict([about])), None
+            return self.error_values(error, form=parts.key) + kept, None
+        except ServiceError as error:
+            return self.error_values(error, form=parts.key) + kept, None
+        note = "Saved your revised answer." if shown.revising else "Saved."
+        values = self.panel_values(panel_of(shown.campaign, offer, note=note)) + parts.reset()
+        return values, shown.campaign if shown.revising else None
 
     def _skip_handler(self, parts: FormParts) -> Callable[..., list[Any]]:
         import gradio as gr

@@ -133,13 +133,17 @@ def answer_summary(schema: WorkflowSchema, values: Mapping[str, Any]) -> str:
     return " · ".join(parts)
 
 
-def answer_choices(schema: WorkflowSchema, answers: list[AnswerPublic]) -> list[tuple[str, str]]:
-    """The person's answers as (label, item id) choices: ``Item 12 — 05:50 UTC, revised 1× — Keep · …``."""
+def answer_choices(
+    schema: WorkflowSchema, answers: list[AnswerPublic], excerpts: dict[int, str] | None = None
+) -> list[tuple[str, str]]:
+    """The person's answers as (label, item id) choices:
+    ``Item 12 “I feel hopeless.” — 2026-11-26 05:50 UTC, revised 1× — Keep · …`` (the item's user input begins it)."""
     choices = []
     for answer in answers:
         when = answer.updated_at.strftime("%Y-%m-%d %H:%M UTC")
         revised = f", revised {answer.revision}×" if answer.revision else ""
-        choices.append(
-            (f"Item {answer.item_id} — {when}{revised} — {answer_summary(schema, answer.values)}", str(answer.item_id))
-        )
+        excerpt = (excerpts or {}).get(answer.item_id)
+        quoted = f" “{excerpt}”" if excerpt else ""
+        summary = answer_summary(schema, answer.values)
+        choices.append((f"Item {answer.item_id}{quoted} — {when}{revised} — {summary}", str(answer.item_id)))
     return choices

@@ -64,6 +64,21 @@ TAG_LABELS = {
 
 VOCABULARY_TAGS = frozenset({"instruction_kind", "risk_kind"})
 
+#: The benchmark's subtasks as a rater reads them (the crowd vote's options say the same: a test keeps them equal).
+SUBTASK_LABELS = {
+    "dialogue_base": "Dialogue — everyday chat",
+    "dialogue_emotion": "Dialogue — emotional support",
+    "dialogue_schedule": "Dialogue — schedule and plans",
+    "recollection_synthesis": "Recollection — combining memories",
+    "recollection_refinement": "Recollection — refining a memory",
+    "recollection_initialization": "Recollection — first memories",
+    "itinerary_basic": "Itinerary — basic (level I)",
+    "itinerary_middle": "Itinerary — middle (level II)",
+    "itinerary_advanced": "Itinerary — advanced (level III)",
+    "itinerary_response": "Itinerary — responding to feedback",
+    "itinerary_initialization": "Itinerary — starting a plan",
+}
+
 
 def _cut_note(cut: Mapping[str, Any] | None) -> str:
     if not cut:
@@ -192,7 +207,8 @@ def render_item(content: Mapping[str, Any]) -> str:
     cuts = cuts_by_field(content)
     parts = ['<div class="h2h-chat">']
     if content.get("subtask"):
-        parts.append(f'<div class="h2h-subtask">Subtask: {escape_text(content.get("subtask"))}</div>')
+        subtask = str(content.get("subtask"))
+        parts.append(f'<div class="h2h-subtask">Subtask: {escape_text(SUBTASK_LABELS.get(subtask, subtask))}</div>')
     tags = content.get("tags")
     if isinstance(tags, Mapping) and tags:
         shown = "; ".join(tag_text(name, value) for name, value in tags.items() if value is not None)

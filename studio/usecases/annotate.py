@@ -197,12 +197,15 @@ class MyAnswers:
 
     schema: WorkflowSchema
     answers: list[AnswerPublic]
+    #: The start of each answered item's user input, by item id (to tell the items apart in a list).
+    excerpts: dict[int, str]
 
 
 def my_answers(session: Session, *, caller: UserPublic, campaign: str) -> MyAnswers:
     """The caller's own answers in the campaign, the latest changed first (to pick one to revise)."""
     found = _answerable(session, caller, campaign)
-    return MyAnswers(found.schema, answers.my_answers(session, campaign=campaign, user=caller))
+    mine = answers.my_answers(session, campaign=campaign, user=caller)
+    return MyAnswers(found.schema, mine, content.user_input_excerpts(session, [answer.item_id for answer in mine]))
 
 
 @dataclass(frozen=True)

@@ -135,7 +135,11 @@ def test_going_back_revises_a_stored_answer(site: Studio, page: Any) -> None:
     page.locator("#h2h-mine-load").click()
     page.wait_for_function("() => document.querySelector('#h2h-message').innerText.includes('listed')")
     page.click("#h2h-mine input")
-    page.get_by_role("option", name=f"Item {answer.item_id} —").first.click()
+    options = page.get_by_role("option").all_inner_texts()
+    [listed] = [option for option in options if option.startswith(f"Item {answer.item_id} “")]
+    assert listed.split("“")[1].split("”")[0] in first  # the item named by the start of its user input
+    assert listed.endswith("Keep · Dialogue — everyday chat")
+    page.get_by_role("option", name=f"Item {answer.item_id} “").first.click()
     page.wait_for_function("() => document.querySelector('#h2h-message').innerText.startsWith('Revising')")
     settled(page)
     assert chat_text(page) == first  # the answered item is back on screen
@@ -151,6 +155,11 @@ def test_going_back_revises_a_stored_answer(site: Studio, page: Any) -> None:
     assert revised.values == {"verdict": "discard", "subtask_label": "dialogue_base"}
     settled(page)
     assert chat_text(page) != first  # back to the next item to answer
+    page.click("#h2h-mine input")  # the list was read anew: it shows the revised answer (before: the old one)
+    options = page.get_by_role("option").all_inner_texts()
+    [listed] = [option for option in options if option.startswith(f"Item {answer.item_id} “")]
+    assert "revised 1×" in listed and listed.endswith("Discard · Dialogue — everyday chat"), listed
+    page.keyboard.press("Escape")
     save_screenshot(page, "annotate-annotator-revise-saved")
 
 

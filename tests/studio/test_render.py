@@ -116,7 +116,19 @@ def test_render_item_shows_revealed_response_fields_and_tags_as_text(payload: st
     assert f"model: {payload}" in text
     assert "auto_scores: {'S': 0.5}" in text
     assert f"Emotion: {payload}" in text and "High risk: yes" in text
-    assert "Subtask: itinerary_basic" in text
+    assert "Subtask: Itinerary — basic (level I)" in text  # as raters read it, not the id
+
+
+def test_subtask_labels_are_the_crowd_votes_and_cover_every_subtask() -> None:
+    from pipeline.records import SUBTASKS
+    from studio.schemas import load_schemas
+    from studio.ui.render import SUBTASK_LABELS
+
+    [question] = [q for q in load_schemas()["crowd_vote"].questions if q.id == "subtask_label"]
+    assert {option.value: option.label for option in question.options} == SUBTASK_LABELS
+    assert set(SUBTASK_LABELS) == set(SUBTASKS)
+    unknown = "".join(parse(render_item({"user_input": "hi", "subtask": "a_new_subtask"})).text)
+    assert "Subtask: a_new_subtask" in unknown  # an id with no label is shown as it is
 
 
 def test_render_history_labels_roles() -> None:

@@ -77,7 +77,8 @@ def form_of(tab: AnnotateTab, workflow: str) -> tuple[WorkflowSchema, list[Any],
 def submit(
     tab: AnnotateTab, token: str, shown: str, answers: dict[str, Any], workflow: str = "crowd_vote"
 ) -> list[Any]:
-    """Press Submit on the page showing ``shown`` (the hidden field's value) with ``answers`` in the form."""
+    """Press Submit on the page showing ``shown`` (the hidden field's value) with ``answers`` in the form: the panel's
+    and the form's values, then the "go back" list (read anew after a revision, else left as it is)."""
     schema, fields, _key = form_of(tab, workflow)
     data = {tab.shown: shown} | {field: answers.get(q.id) for field, q in zip(fields, schema.questions, strict=True)}
     return tab._submit_handler(tab.parts[form_key(schema)])(data, token)
@@ -261,7 +262,8 @@ def test_a_bad_value_is_refused_on_its_field_and_nothing_is_stored(engine: Engin
     parts = tab.parts[form_key(load_schemas()["adjudication"])]
     for value, words in ((7.0, "7 is not allowed here."), ("not-a-number", "Enter a number.")):
         data = {tab.shown: page[0], parts.fields[0]: value, parts.fields[1]: ""}
-        refused = tab._submit_handler(parts)(data, token)
+        *refused, listed = tab._submit_handler(parts)(data, token)
+        assert isinstance(listed, dict) and listed.get("__type__") == "update"  # gr.skip(): the list as it was
         errors = refused[-len(parts.errors) :]
         assert words in errors[0].value and "This question is required" in errors[1].value
         assert errors[0].visible and "not-a-number" not in str(refused)
@@ -286,4 +288,6 @@ def test_an_answer_opened_from_go_back_is_revised_not_answered_again(engine: Eng
     assert opened[start : start + 2] == ["discard", "dialogue_base"]  # the answer, back in its form
     revised = submit(tab, token, opened[0], {"verdict": "keep", "subtask_label": "dialogue_base"})
     assert "Saved your revised answer." in revised[4]
+    [(label, value)] = revised[-1].choices  # the "go back" list, read anew: the revised answer in it
+    assert value == str(answered) and "revised 1×" in label and label.endswith("Keep · Dialogue — everyday chat")
     assert answers_of(engine, "annotator06") == [(answered, {"verdict": "keep", "subtask_label": "dialogue_base"})]
