@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import shutil
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from pipeline.paths import demo_dir
@@ -34,6 +34,8 @@ class DemoAccount:
     username: str
     password: str
     role: str
+    #: Why the demo password may not sign this account in any more (changed since, deactivated); empty when it does.
+    note: str = ""
 
 
 @dataclass
@@ -96,17 +98,31 @@ def run_demo_pipeline(run_dir: Path, *, workers: int = 1) -> tuple[int, int]:
     return write_results(run, use_judgments=False)
 
 
-def ensure_accounts(engine: object, accounts: list[DemoAccount]) -> int:
-    """Create the accounts that do not exist yet; return how many were created."""
+def ensure_accounts(engine: object, accounts: list[DemoAccount]) -> list[DemoAccount]:
+    """Create the accounts that do not exist yet; return the accounts, each with a ``note`` where its demo password
+    no longer signs it in (reset since, or the account deactivated), so a re-run does not print credentials that
+    stopped working."""
+    from sqlmodel import col, select
+
     from studio.db import write_session
+    from studio.models import AuditLog
     from studio.services.auth import create_user, list_users
 
     with write_session(engine) as session:  # type: ignore[arg-type]
-        existing = {user.username for user in list_users(session)}
+        existing = {user.username: user for user in list_users(session)}
         missing = [account for account in accounts if account.username not in existing]
         for account in missing:
             create_user(session, username=account.username, password=account.password, role=account.role, actor="demo")
-    return len(missing)
+        reset = set(session.exec(select(AuditLog.entity_id).where(col(AuditLog.action) == "user.reset_password")).all())
+    noted = []
+    for account in accounts:
+        known = existing.get(account.username)
+        if known is not None and not known.is_active:
+            account = replace(account, note="deactivated")
+        elif account.username in reset:
+            account = replace(account, note="password changed since the demo set it")
+        noted.append(account)
+    return noted
 
 
 def ensure_campaigns(engine: object, schemas_dir: Path | None = None) -> tuple[list[str], dict[str, str]]:
@@ -165,8 +181,7 @@ def prepare_demo(
     try:
         upgrade_db(engine)
         ingest_run(engine, run_dir)
-        accounts = demo_accounts(annotators=annotators, experts=experts)
-        ensure_accounts(engine, accounts)
+        accounts = ensure_accounts(engine, demo_accounts(annotators=annotators, experts=experts))
         campaigns, skipped = ensure_campaigns(engine, schemas_dir)
     finally:
         engine.dispose()

@@ -92,7 +92,8 @@ def demo_command(
         click.echo(f"no campaign for {workflow}: {reason}")
     click.echo("accounts (username / password / role):")
     for account in summary.accounts:
-        click.echo(f"  {account.username} / {account.password} / {account.role}")
+        password = f"({account.note})" if account.note else account.password
+        click.echo(f"  {account.username} / {password} / {account.role}")
     if not no_serve:
         serve(summary.database_url, host, port)
 

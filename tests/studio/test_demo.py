@@ -119,3 +119,29 @@ def test_demo_command_without_serving_prints_the_accounts(prepared: tuple[Path, 
     assert "admin / admin-demo / admin" in result.output
     assert "campaigns: demo-adjudication" in result.output
     assert "(18 results, 6 flagged)" in result.output
+
+
+def test_a_rerun_does_not_print_demo_passwords_that_stopped_working(
+    sample_source: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """After an admin reset annotator02's password and deactivated annotator03, running the demo again printed their
+    demo passwords as if they still worked (a newcomer's finding)."""
+    from studio.cli import build_cli
+    from studio.db import write_session
+    from studio.services.auth import reset_password, set_active
+
+    folder = tmp_path_factory.mktemp("demo-rerun")
+    summary = prepare_demo(folder, annotators=3, experts=1, source=sample_source)
+    engine = create_db_engine(summary.database_url)
+    try:
+        with write_session(engine) as session:
+            reset_password(session, username="annotator02", password="a new password", actor="admin")
+            set_active(session, username="annotator03", active=False, actor="admin")
+    finally:
+        engine.dispose()
+    result = CliRunner().invoke(build_cli(), ["demo", "--no-serve", "--dir", str(folder), "--annotators", "3"])
+    assert result.exit_code == 0, result.output
+    assert "annotator01 / annotator01-demo / annotator" in result.output
+    assert "annotator02 / (password changed since the demo set it) / annotator" in result.output
+    assert "annotator03 / (deactivated) / annotator" in result.output
+    assert "annotator02-demo" not in result.output and "annotator03-demo" not in result.output
