@@ -216,6 +216,10 @@ class AnnotateTab:
                 trigger_mode="once",
             )
             self._wire_conditions(parts)
+            # A question's error goes as soon as the rater changes its answer (in the page: no server call); before,
+            # it stayed under a question already answered until the next Submit.
+            for answer, error in zip(parts.fields, parts.errors, strict=True):
+                answer.input(None, js="() => ''", outputs=[error])
 
     def _wire_conditions(self, parts: FormParts) -> None:
         """Show a conditional question once the answers it depends on hold (computed from the form's values alone;

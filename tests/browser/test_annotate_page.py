@@ -113,6 +113,11 @@ def test_an_out_of_range_score_is_said_on_its_field_and_the_form_stays_usable(si
     submit = page.locator(f"{FORM} .h2h-submit")
     assert submit.is_visible() and submit.is_enabled()
     question(page, "rubric_score").locator("input").fill("3.5")
+    # Changing an answer takes its error away at once (before: it stayed until the next Submit)...
+    page.wait_for_function(
+        "() => !document.querySelector(\"[id^='err-'][id$='-rubric_score']\").innerText.trim()", timeout=UI_WAIT_MS
+    )
+    assert field_error(page, "note").inner_text() == "This question is required: please answer it."  # ...its own only
     question(page, "note").locator("textarea").fill("Feasible, but rushed.")
     submit.click()
     [answer] = wait_for_answers(site, "pe01", "page-adjudicate", 1)
