@@ -82,7 +82,9 @@ class CurateTab:
             self.previous = gr.Button("◀ Previous", elem_id="h2h-previous")
             self.next = gr.Button("Next ▶", elem_id="h2h-next")
         self.summary = gr.Markdown(elem_id="h2h-browse-summary")
-        self.scenarios = table("Scenarios (select a row to open it)", "h2h-scenarios", tables.SCENARIO_COLUMNS)
+        self.scenarios = table(
+            "Scenarios (select a row to open it)", "h2h-scenarios", tables.SCENARIO_COLUMNS, wrap=True, pinned_columns=1
+        )
 
     def _build_detail(self) -> None:
         import gradio as gr
@@ -236,7 +238,7 @@ class CurateTab:
                     page_size=page_size or 25,
                 )
             shown = tables.table_page(found, tables.SCENARIO_COLUMNS)
-            return [shown.frame, shown.summary, shown.page]
+            return [tables.sized(shown.frame), shown.summary, shown.page]
 
         return on_browse
 
@@ -378,7 +380,7 @@ class CurateTab:
         return [
             *self._versions_values(session, caller),
             gr.Dropdown(choices=[("all campaigns", ""), *[(name, name) for name in names]], value=""),
-            first.frame,
+            tables.sized(first.frame),
             first.summary,
             first.page,
         ]

@@ -23,7 +23,7 @@ from studio.services.research_quality import METRIC_RANGES
 from studio.ui import research_views as views
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, table_file
-from studio.ui.tables import display_frame, table
+from studio.ui.tables import display_frame, sized, table
 from studio.usecases import research
 
 #: A handler's computation: (session, caller, the page's choices) -> the values of its outputs.
@@ -213,7 +213,7 @@ class ResearchTab:
     def _leaderboard(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         scoring = {name: values[name] for name in views.PICKER_LABELS}
         view = research.leaderboard(session, caller=caller, **scoring)
-        return [views.leaderboard_note(view), _sized(views.leaderboard_display(view))]
+        return [views.leaderboard_note(view), sized(views.leaderboard_display(view))]
 
     @staticmethod
     def _safety(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
@@ -224,7 +224,7 @@ class ResearchTab:
             by_model=bool(values["by_model"]),
             signature=values["signature"],
         )
-        return [views.table3_note(values), _sized(views.table3_display(frame))]
+        return [views.table3_note(values), sized(views.table3_display(frame))]
 
     @staticmethod
     def _instruction(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
@@ -234,13 +234,13 @@ class ResearchTab:
             session, caller=caller, campaign=values["instruction_campaign"], variant=values["variant"]
         )
         plot = plot_instruction_following(frame.set_index("model"), new_download_dir() / "instruction_following.png")
-        return [views.instruction_note(values), _sized(views.instruction_display(frame)), str(plot)]
+        return [views.instruction_note(values), sized(views.instruction_display(frame)), str(plot)]
 
     @staticmethod
     def _agreement(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         view = research.agreement(session, caller=caller, campaign=values["campaign"], resamples=DEFAULT_RESAMPLES)
         note = views.note_html([f"Campaign: {values['campaign']}; {DEFAULT_RESAMPLES} bootstrap resamples for α's CI."])
-        return [note, _sized(display_frame(view.by_question)), display_frame(view.annotators)]
+        return [note, sized(display_frame(view.by_question)), display_frame(view.annotators)]
 
     @staticmethod
     def _calibration(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
@@ -257,7 +257,7 @@ class ResearchTab:
     @staticmethod
     def _progress(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         campaigns, people = research.progress(session, caller=caller)
-        return [views.progress_note(), _sized(display_frame(campaigns)), display_frame(people)]
+        return [views.progress_note(), sized(display_frame(campaigns)), display_frame(people)]
 
     @staticmethod
     def _distribution(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
@@ -340,14 +340,6 @@ class ResearchTab:
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""
         return [self.pickers[name] for name in (*views.PICKER_LABELS, *CAMPAIGN_PICKERS)]
-
-
-def _sized(shown: Any) -> Any:
-    """A formatted table for a wrapping ``gr.Dataframe``, with column widths that fit its content
-    (``research_views.column_widths``): headers wrap between words, long model names wrap inside their column."""
-    import gradio as gr
-
-    return gr.Dataframe(value=shown, column_widths=views.column_widths(shown))
 
 
 def _empty_value(component: Any) -> Any:

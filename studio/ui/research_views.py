@@ -104,20 +104,6 @@ def display_header(column: str) -> str:
     return column.replace("_", " ")
 
 
-def column_widths(
-    frame: pd.DataFrame, *, char_px: int = 9, padding_px: int = 28, max_chars: int = 28
-) -> list[str | int]:
-    """Pixel widths that fit each column's longest cell and its header's longest word, so a wrapping table breaks
-    headers between words, never inside one; a column of long text (a long model name) stops at ``max_chars`` and
-    wraps. The table scrolls sideways when the columns do not all fit."""
-    widths: list[str | int] = []
-    for column in frame.columns:
-        cells = [len(str(cell)) for cell in frame[column] if cell is not None]
-        longest = max([len(word) for word in str(column).split()] + cells)
-        widths.append(f"{min(longest, max_chars) * char_px + padding_px}px")
-    return widths
-
-
 def coverage_cell(value: Any, counted: int, pending: int) -> str:
     """A leaderboard cell: the mean with two decimals, and ``(counted/total)`` when items are pending; ``–`` for a
     cell whose items are all pending; empty for a cell with no items."""

@@ -18,21 +18,23 @@ from studio.usecases.queries import Paging
 
 #: Long text is cut in listing tables (the detail view shows it whole).
 CELL_CHARS = 120
+#: What a curator decides by comes first (the texts, cut and wrapped, after): the table fits a laptop's width
+#: instead of hiding the crowd's and the LLM's verdicts past a sideways scroll.
 SCENARIO_COLUMNS: list[str] = [
     "id",
     "subtask",
     "status",
-    "user_input",
-    "reference",
     "crowd_decision",
-    "crowd_votes",
     "crowd_agreement",
-    "disagreement",
-    "edited",
-    "decided_by",
     "llm_verdict",
     "uncertainty",
     "flags",
+    "user_input",
+    "reference",
+    "crowd_votes",
+    "disagreement",
+    "edited",
+    "decided_by",
 ]
 RESPONSE_COLUMNS: list[str] = [
     "scenario_id",
@@ -141,3 +143,25 @@ def table(
         wrap=wrap,
         pinned_columns=pinned_columns,
     )
+
+
+def column_widths(
+    frame: pd.DataFrame, *, char_px: int = 9, padding_px: int = 28, max_chars: int = 28
+) -> list[str | int]:
+    """Pixel widths that fit each column's longest cell and its header's longest word, so a wrapping table breaks
+    headers between words, never inside one; a column of long text (a long model name) stops at ``max_chars`` and
+    wraps. The table scrolls sideways when the columns do not all fit."""
+    widths: list[str | int] = []
+    for column in frame.columns:
+        cells = [len(str(cell)) for cell in frame[column] if cell is not None]
+        longest = max([len(word) for word in str(column).split()] + cells)
+        widths.append(f"{min(longest, max_chars) * char_px + padding_px}px")
+    return widths
+
+
+def sized(frame: pd.DataFrame) -> Any:
+    """``frame`` for a wrapping ``gr.Dataframe`` with :func:`column_widths`: headers wrap between words (never
+    inside one), long texts wrap inside their column."""
+    import gradio as gr
+
+    return gr.Dataframe(value=frame, column_widths=column_widths(frame))

@@ -195,7 +195,12 @@ def call_gradio_event(client: httpx.Client, session_hash: str, elem_id: str, eve
     """Fire one UI event the way the browser does (queue/join, then read the event stream); return the result."""
     config = client.get("/ui/config").json()
     [component] = [entry for entry in config["components"] if entry.get("props", {}).get("elem_id") == elem_id]
-    [dependency] = [entry for entry in config["dependencies"] if [component["id"], event] in entry["targets"]]
+    # The server's handler of the event (an event may also have a page-only one: no backend_fn).
+    [dependency] = [
+        entry
+        for entry in config["dependencies"]
+        if [component["id"], event] in entry["targets"] and entry.get("backend_fn")
+    ]
     joined = client.post(
         "/ui/gradio_api/queue/join",
         json={
