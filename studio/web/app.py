@@ -37,7 +37,7 @@ from studio.web.deps import RecentCallers, request_context
 from studio.web.faults import GRADIO_STATUS, StoreFaultGuard, add_store_fault_handlers
 from studio.web.gate import RequestGate
 from studio.web.middleware import UI_PATH, LoginRedirectMiddleware
-from studio.web.sessions import GradioGate
+from studio.web.sessions import RESOLVED_CALLER, GradioGate
 from studio.web.uploads import MULTIPART_OVERHEAD, UploadGate
 
 
@@ -143,6 +143,11 @@ def mount_ui(app: FastAPI, blocks: Any, *, engine: Engine, settings: Settings, r
     from studio.ui.app import UI_CSS, UI_HEAD
 
     async def gradio_user(request: Request) -> str | None:
+        # The gate in front (studio.web.sessions) resolved the caller of every request naming a page session (each
+        # event's queue/join and queue/data): one store lookup per request, not two.
+        if hasattr(request.state, RESOLVED_CALLER):
+            resolved: str | None = getattr(request.state, RESOLVED_CALLER)
+            return resolved
         return await run_in_threadpool(caller_name, engine, request, recent)
 
     mounted: FastAPI = gr.mount_gradio_app(

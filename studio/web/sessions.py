@@ -26,6 +26,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 from urllib.parse import parse_qs
 
 from fastapi import Request
@@ -39,6 +40,8 @@ from studio.web.middleware import UI_PATH
 GRADIO_API = f"{UI_PATH}/gradio_api/"
 FILE_PREFIXES = tuple(f"{UI_PATH}{api}{route}" for api in ("/gradio_api", "") for route in ("/file=", "/file/"))
 HEARTBEAT = f"{GRADIO_API}heartbeat/"
+#: Where the gate leaves the username it resolved for a request (``request.state``), for Gradio's sign-in check.
+RESOLVED_CALLER = "h2h_caller_name"
 #: Resolves the username of a request (``None``: not signed in); runs in a worker thread.
 CallerName = Callable[[Request], str | None]
 
@@ -85,32 +88,33 @@ def names_session_in_body(scope: Scope) -> bool:
     return scope.get("method") == "POST" and not scope["path"].endswith("/upload")
 
 
-def session_hash_of(scope: Scope, body: bytes | None) -> str | None:
+def json_body(body: bytes | None) -> dict[str, Any] | None:
+    """The request's body as a JSON object (a Gradio event), parsed once for the checks below; None when it is none."""
+    if not body:
+        return None
+    try:
+        parsed = json.loads(body)
+    except ValueError:
+        return None  # not a Gradio event: Gradio's own validation answers it
+    return parsed if isinstance(parsed, dict) else None
+
+
+def session_hash_of(scope: Scope, event: dict[str, Any] | None) -> str | None:
     """The ``session_hash`` a Gradio request names: in its query, its heartbeat path, or its JSON body."""
     if scope["path"].startswith(HEARTBEAT):
         return str(scope["path"][len(HEARTBEAT) :]) or None
     query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
     if query.get("session_hash"):
         return str(query["session_hash"][0])
-    if body:
-        try:
-            named = json.loads(body).get("session_hash")
-        except (ValueError, AttributeError):
-            return None
-        return str(named) if named else None
-    return None
+    named = (event or {}).get("session_hash")
+    return str(named) if named else None
 
 
-def unstorable_input(body: bytes | None) -> str | None:
+def unstorable_input(event: dict[str, Any] | None) -> str | None:
     """Why the inputs a page sent (a Gradio event's ``data`` list) cannot reach the store (a NUL character, a lone
     surrogate, a whole number past the store's ids), naming the input by its place; None when they can. The REST API
     refuses the same values (``studio.web.deps.refuse_unstorable_input``); nobody types them into a page."""
-    if not body:
-        return None
-    try:
-        data = json.loads(body).get("data")
-    except (ValueError, AttributeError):
-        return None  # not a Gradio event: Gradio's own validation answers it
+    data = (event or {}).get("data")
     if not isinstance(data, list):
         return None
     return next((why for index, value in enumerate(data) if (why := unstorable(value, f"input {index + 1}"))), None)
@@ -156,19 +160,20 @@ class GradioGate:
         if not path.startswith(GRADIO_API):
             await self.app(scope, receive, send)
             return
-        body = None
+        event = None
         if names_session_in_body(scope):
             body, receive = await read_body(receive)
-        refused = unstorable_input(body)
+            event = json_body(body)
+        refused = unstorable_input(event)
         if refused:
             await JSONResponse({"detail": refused}, status_code=422)(scope, receive, send)
             return
-        session_hash = session_hash_of(scope, body)
-        username = (
-            await run_in_threadpool(self.caller_name, Request(scope))
-            if session_hash or path.endswith("/upload")
-            else None
-        )
+        session_hash = session_hash_of(scope, event)
+        username = None
+        if session_hash or path.endswith("/upload"):
+            username = await run_in_threadpool(self.caller_name, Request(scope))
+            # Gradio's own sign-in check of this request reads it here instead of asking the store again.
+            scope.setdefault("state", {})[RESOLVED_CALLER] = username
         if session_hash and username and not self.sessions.claim(session_hash, username):
             detail = "session: this page belongs to another sign-in; reload the page"
             await JSONResponse({"detail": detail}, status_code=403)(scope, receive, send)
