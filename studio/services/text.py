@@ -21,11 +21,16 @@ def is_unicode(text: str) -> bool:
     return True
 
 
+def not_unicode(text: str, field: str) -> str | None:
+    """The problem of ``text`` when it is not valid Unicode (a lone surrogate), naming ``field``; else None."""
+    return None if is_unicode(text) else f"{safe_text(field)}: text is not valid Unicode (a lone surrogate)"
+
+
 def require_unicode(value: Any, field: str) -> None:
     """Raise ``InvalidInput`` naming the field when a string (or a key) in ``value`` is not valid Unicode."""
     if isinstance(value, str):
-        if not is_unicode(value):
-            raise InvalidInput(f"{safe_text(field)}: text is not valid Unicode (a lone surrogate)")
+        if why := not_unicode(value, field):
+            raise InvalidInput(why)
     elif isinstance(value, dict):
         for key, item in value.items():
             name = f"{field}.{key}"
@@ -49,7 +54,7 @@ def unstorable(value: Any, field: str) -> str | None:
     if isinstance(value, str):
         if "\x00" in value:
             return f"{field}: text contains a NUL character (U+0000)"
-        return None if is_unicode(value) else f"{safe_text(field)}: text is not valid Unicode (a lone surrogate)"
+        return not_unicode(value, field)
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) > STORE_INT_MAX:
         return f"{field}: {value} is out of range (at most {STORE_INT_MAX} either way)"
     if isinstance(value, list):

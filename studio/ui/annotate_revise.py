@@ -51,16 +51,21 @@ class ReviseParts:
             self.open_handler(), inputs=[tab.campaign, self.mine], outputs=outputs, api_visibility="private"
         )
 
+    def listed(self, campaign: str, request: Any) -> list[tuple[str, str]]:
+        """The caller's answers in ``campaign`` as the picker's (label, item id) choices, read anew; a refusal raises
+        ``ServiceError``."""
+        with self.tab.open_context(request).reading() as (session, caller):
+            mine = annotate.my_answers(session, caller=caller, campaign=campaign)
+        return answer_choices(mine.schema, mine.answers, mine.excerpts)
+
     def choices(self, campaign: str, request: Any) -> Any:
         """The picker of the caller's answers in ``campaign``, read anew (nothing chosen); unchanged if refused."""
         import gradio as gr
 
         try:
-            with self.tab.open_context(request).reading() as (session, caller):
-                mine = annotate.my_answers(session, caller=caller, campaign=campaign)
+            return gr.Dropdown(choices=self.listed(campaign, request), value=None)
         except ServiceError:
             return gr.skip()
-        return gr.Dropdown(choices=answer_choices(mine.schema, mine.answers, mine.excerpts), value=None)
 
     def list_handler(self) -> Callable[..., list[Any]]:
         import gradio as gr
@@ -69,11 +74,9 @@ class ReviseParts:
             if not campaign:
                 return [gr.Dropdown(choices=[], value=None), render_message("Choose a campaign first.")]
             try:
-                with self.tab.open_context(request).reading() as (session, caller):
-                    mine = annotate.my_answers(session, caller=caller, campaign=campaign)
+                choices = self.listed(campaign, request)
             except ServiceError as error:
                 return [gr.skip(), render_message(str(error), kind="error")]
-            choices = answer_choices(mine.schema, mine.answers, mine.excerpts)
             note = f"{len(choices)} answer(s) listed under “Go back”: open one to revise it." if choices else NO_ANSWERS
             return [gr.Dropdown(choices=choices, value=None), render_message(note)]
 
