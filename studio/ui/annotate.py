@@ -20,8 +20,9 @@ from typing import Any
 
 from studio.schemas import WorkflowSchema
 from studio.services.errors import Conflict, InvalidInput, ServiceError
+from studio.ui.annotate_conditions import conditions_html
 from studio.ui.annotate_form import FormParts
-from studio.ui.annotate_views import Panel, panel_of, shown_questions
+from studio.ui.annotate_views import Panel, panel_of
 from studio.ui.calls import OpenContext
 from studio.ui.forms import answers_from_form, build_component, form_problems, problem_of_error, summary_of
 from studio.ui.render import render_message
@@ -117,7 +118,8 @@ class AnnotateTab:
                 with gr.Accordion("Guidelines and examples", open=False, elem_id=f"h2h-guidelines-{name}"):
                     gr.Markdown(schema.guidelines)
             for question in schema.questions:
-                with gr.Column(visible=not question.when, elem_id=f"q-box-{name}-{question.id}") as box:
+                # A conditional question's box is hidden and shown by the page (studio.ui.annotate_conditions).
+                with gr.Column(elem_id=f"q-box-{name}-{question.id}"):
                     parts.fields.append(build_component(question, elem_id=f"q-{name}-{question.id}"))
                     error = gr.HTML(
                         "",
@@ -128,8 +130,8 @@ class AnnotateTab:
                         visible=False,  # shown with its first error (FormParts.values)
                     )
                     parts.errors.append(error)
-                if question.when:
-                    parts.boxes[question.id] = box
+            if any(question.when for question in schema.questions):
+                gr.HTML(conditions_html(schema, name), visible="hidden", js_on_load=None, padding=False)
             with gr.Row():
                 parts.submit = gr.Button("Submit (Enter)", variant="primary", elem_classes=["h2h-submit"])
                 parts.skip = gr.Button("Skip (S)", elem_classes=["h2h-skip"])
@@ -215,35 +217,10 @@ class AnnotateTab:
                 api_visibility="private",
                 trigger_mode="once",
             )
-            self._wire_conditions(parts)
             # A question's error goes as soon as the rater changes its answer (in the page: no server call); before,
             # it stayed under a question already answered until the next Submit.
             for answer, error in zip(parts.fields, parts.errors, strict=True):
                 answer.input(None, js="() => ''", outputs=[error])
-
-    def _wire_conditions(self, parts: FormParts) -> None:
-        """Show a conditional question once the answers it depends on hold (computed from the form's values alone;
-        the caller is still resolved first, as on every handler)."""
-        if not parts.boxes:
-            return
-        import gradio as gr
-
-        def visibility(data: dict[Any, Any], request: gr.Request) -> dict[Any, Any]:
-            try:
-                with self.open_context(request).reading():
-                    pass
-            except ServiceError:
-                return {box: gr.update() for box in parts.boxes.values()}
-            # A dict by component: with one output, Gradio would take a returned list as that output's value.
-            shown = shown_questions(parts.schema, [data[component] for component in parts.fields])
-            return {box: gr.Column(visible=shown[question]) for question, box in parts.boxes.items()}
-
-        controlling = {other for question in parts.schema.questions for other in (question.when or {})}
-        for question, component in zip(parts.schema.questions, parts.fields, strict=True):
-            if question.id in controlling:
-                component.change(
-                    visibility, inputs={*parts.fields}, outputs=list(parts.boxes.values()), api_visibility="private"
-                )
 
     def campaign_picker(self, session: Any, caller: Any) -> Any:
         """The campaign picker's choices for the caller (the open campaigns they may answer)."""

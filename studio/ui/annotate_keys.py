@@ -1,17 +1,38 @@
-"""The annotate form's keyboard shortcuts: a script for the page's ``<head>`` (documented on the page).
+"""The annotate form's keyboard shortcuts: a script for the page's ``<head>`` (documented on the page), and the CSS
+that writes each option's key on its button.
 
-Digits choose an option of the question that holds the focus, else of the first unanswered single-choice question
-of the visible form, else of the multiple-choice question digits last ticked in, else of its first multiple-choice
-question with nothing ticked. Options 10 and up take two
-digits typed within :data:`SECOND_DIGIT_MS` (``1`` then ``0`` is option 10): a first digit that could begin a
-longer number waits that long for a second one. In a multiple-choice question a digit ticks or unticks an option
-and keeps the focus there, so several options can be ticked in a row. Enter submits, S skips. Keys typed into text
-fields are left alone.
+Digits choose an option of a question — the *n*-th option is key *n*, as its button says (``1 · Keep``). Which
+question, in this order:
+
+1. the question that holds the focus (Tab there, or click one of its options);
+2. else the first single-choice (or rating) question of the visible form that is unanswered;
+3. else the multiple-choice question the last digit ticked in, so several options can be ticked in a row;
+4. else the first multiple-choice question with nothing ticked;
+5. else — every question answered, e.g. an answer opened to revise — the question the last digit went to;
+6. else the form's first single-choice question (then its first multiple-choice one).
+
+A follow-up question (``when``) appears in the page in the same keystroke that answers the question it depends on
+(:mod:`studio.ui.annotate_conditions`), so the next digit already reaches it. Options 10 and up take two digits
+typed within :data:`SECOND_DIGIT_MS` (``1`` then ``0`` is option 10): a first digit that could begin a longer number
+waits that long for a second one. In a multiple-choice question a digit ticks or unticks an option and keeps the
+focus there. Enter submits (in a number question's box too), S skips. Keys typed into text fields are left alone.
 """
 
 from __future__ import annotations
 
 SECOND_DIGIT_MS = 700
+
+#: Each option's key written before its label (``1 · Keep``), counted in the order the keys count (a CSS counter, so
+#: the label — and what is stored, the option's value — stays as it is). A rating whose options are their own
+#: numbers from 1 (``1 — unsafe``, ``2`` …) already shows its keys: it carries ``h2h-keys-shown``.
+KEYS_CSS = """
+.h2h-key-radio .wrap, .h2h-key-check .wrap { counter-reset: h2h-key; }
+.h2h-key-radio .wrap > label, .h2h-key-check .wrap > label { counter-increment: h2h-key; }
+.h2h-key-radio .wrap > label > span::before, .h2h-key-check .wrap > label > span::before {
+  content: counter(h2h-key) " · "; color: #64748b; font-variant-numeric: tabular-nums;
+}
+.h2h-key-radio.h2h-keys-shown .wrap > label > span::before { content: none; }
+"""
 
 KEYBOARD_SCRIPT = (
     """
@@ -19,24 +40,32 @@ KEYBOARD_SCRIPT = (
 (function () {
   const SECOND_DIGIT_MS = __SECOND_DIGIT_MS__;
   let pending = null;  // {group, digits, timer}: a first digit waiting for a second one
-  let lastCheck = null;  // the multiple-choice question digits last ticked in: more digits tick more of it
+  let last = null;  // the question the last digit went to
   const visible = (el) => el && el.offsetParent !== null;
+  const usable = (group, form) => group && form.contains(group) && visible(group);
+  const isCheck = (group) => group.classList.contains('h2h-key-check');
   const inputsOf = (group) => Array.from(group.querySelectorAll('input[type=radio], input[type=checkbox]'));
   const answered = (group) => group.querySelector('input:checked') !== null;
-  function targetGroup(form) {
+  function targetGroup(form) {  // the rule in studio/ui/annotate_keys.py's docstring, step by step
     const focused = document.activeElement && document.activeElement.closest('.h2h-key-radio, .h2h-key-check');
-    if (focused && form.contains(focused) && visible(focused)) return focused;
+    if (usable(focused, form)) return focused;
     const radios = Array.from(form.querySelectorAll('.h2h-key-radio')).filter(visible);
+    const checks = Array.from(form.querySelectorAll('.h2h-key-check')).filter(visible);
     const open = radios.find((group) => !answered(group));
     if (open) return open;
-    if (lastCheck && form.contains(lastCheck) && visible(lastCheck)) return lastCheck;
-    return Array.from(form.querySelectorAll('.h2h-key-check')).filter(visible).find((group) => !answered(group));
+    if (usable(last, form) && isCheck(last)) return last;
+    const openCheck = checks.find((group) => !answered(group));
+    if (openCheck) return openCheck;
+    if (usable(last, form)) return last;
+    return radios[0] || checks[0] || null;
   }
   function choose(group, number) {
     const input = inputsOf(group)[number - 1];
     if (!input) return;
     input.click();
-    if (input.type === 'checkbox') { lastCheck = group; input.focus(); }  // more digits tick more of it
+    last = group;
+    if (window.h2hShowAsked) window.h2hShowAsked();  // a follow-up question shows now, for the next digit
+    if (input.type === 'checkbox') input.focus();  // more digits tick more of it
   }
   function flush() {
     if (!pending) return;
@@ -45,14 +74,28 @@ KEYBOARD_SCRIPT = (
     pending = null;
     choose(done.group, Number(done.digits));
   }
+  function submit(form, event) {
+    const button = form.querySelector('.h2h-submit');
+    if (!button) return;
+    event.preventDefault();
+    event.stopPropagation();  // Gradio's checkbox toggles on Enter: this listener runs first (capture)
+    // After the events of the keys before it have run their course (a digit's choice reaches Gradio's state).
+    setTimeout(() => button.click(), 0);
+  }
   document.addEventListener('keydown', function (event) {
     const target = event.target || {};
     const tag = (target.tagName || '').toLowerCase();
     const typing = tag === 'textarea' || tag === 'select' || target.isContentEditable ||
       (tag === 'input' && !['radio', 'checkbox', 'button', 'submit'].includes(target.type));
-    if (typing || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.ctrlKey || event.metaKey || event.altKey) return;
     const form = Array.from(document.querySelectorAll('.h2h-form')).find(visible);
     if (!form) return;
+    if (typing) {  // text is left alone, but Enter in a number question's box submits
+      if (event.key === 'Enter' && target.closest && target.closest('.h2h-number') && form.contains(target)) {
+        submit(form, event);
+      }
+      return;
+    }
     if (/^[0-9]$/.test(event.key)) {
       event.preventDefault();
       if (pending) {
@@ -72,9 +115,7 @@ KEYBOARD_SCRIPT = (
       flush();  // a digit still waiting for its second one counts first
       // Enter on a focused button presses that button (the browser does); elsewhere it submits the form.
       if (tag === 'button' || (tag === 'input' && ['button', 'submit'].includes(target.type))) return;
-      const button = form.querySelector('.h2h-submit');
-      // Gradio's checkbox toggles on Enter: this listener runs first (capture) and keeps Enter for submitting.
-      if (button) { button.click(); event.preventDefault(); event.stopPropagation(); }
+      submit(form, event);
     } else if (event.key === 's' || event.key === 'S') {
       flush();
       const button = form.querySelector('.h2h-skip');

@@ -12,6 +12,7 @@ from typing import Any
 
 from studio.services.errors import ServiceError
 from studio.ui.annotate_views import answer_choices, revise_panel
+from studio.ui.forms import shown_value
 from studio.ui.render import render_item, render_message
 from studio.ui.shown import ShownItem
 from studio.usecases import annotate
@@ -104,7 +105,9 @@ class ReviseParts:
                     values += parts.skipped()
                     continue
                 given = panel.values or {}
-                values += parts.values([given.get(question.id) for question in parts.schema.questions])
+                values += parts.values(
+                    [shown_value(question, given.get(question.id)) for question in parts.schema.questions]
+                )
             return values
 
         return open_answer

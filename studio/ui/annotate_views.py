@@ -21,6 +21,7 @@ from studio.ui.render import (
     render_message,
     render_persona,
     render_progress,
+    visible_controls,
 )
 from studio.ui.shown import ShownItem, form_key
 from studio.usecases.annotate import AnsweredItem, Offer
@@ -143,7 +144,7 @@ def answer_choices(
         when = answer.updated_at.strftime("%Y-%m-%d %H:%M UTC")
         revised = f", revised {answer.revision}×" if answer.revision else ""
         excerpt = (excerpts or {}).get(answer.item_id)
-        quoted = f" “{excerpt}”" if excerpt else ""
+        quoted = f" “{visible_controls(excerpt)}”" if excerpt else ""  # shown as the chat shows it
         summary = answer_summary(schema, answer.values)
         choices.append((f"Item {answer.item_id}{quoted} — {when}{revised} — {summary}", str(answer.item_id)))
     return choices

@@ -8,7 +8,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from studio.schemas import WorkflowSchema, load_schemas
-from studio.ui.annotate_keys import KEYBOARD_SCRIPT
+from studio.ui.annotate_conditions import CONDITIONS_CSS, CONDITIONS_SCRIPT
+from studio.ui.annotate_keys import KEYBOARD_SCRIPT, KEYS_CSS
 from studio.ui.calls import OpenContext
 from studio.ui.render import CHAT_CSS, escape_text
 from studio.ui.shown import form_key
@@ -18,13 +19,16 @@ logger = logging.getLogger(__name__)
 
 UI_CSS = (
     CHAT_CSS
+    + KEYS_CSS
+    + CONDITIONS_CSS
     + """
 #h2h-header { display: flex; justify-content: space-between; align-items: center; }
 """
 )
 
-#: The annotate form's keyboard shortcuts (see :mod:`studio.ui.annotate_keys`).
-UI_HEAD = KEYBOARD_SCRIPT
+#: The annotate form's keyboard shortcuts and its conditional questions (see :mod:`studio.ui.annotate_keys` and
+#: :mod:`studio.ui.annotate_conditions`).
+UI_HEAD = KEYBOARD_SCRIPT + CONDITIONS_SCRIPT
 
 
 def form_schemas(snapshots: Iterable[Mapping[str, Any]] = (), directory: Any = None) -> dict[str, WorkflowSchema]:

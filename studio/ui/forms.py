@@ -2,14 +2,19 @@
 problems of a filled form in words for people, by question.
 
 One component per question: single choice and pairwise → Radio, rating → Radio over min..max,
-multiple choice → CheckboxGroup, number → Number, free text → Textbox. Radios carry the class
+multiple choice → CheckboxGroup, number → a one-line Textbox, free text → Textbox. Radios carry the class
 ``h2h-key-radio`` and checkbox groups ``h2h-key-check`` so the page's keyboard shortcuts (digits) can find them.
-A number field has no bounds in the browser: Gradio's own bound check fails the whole event (red overlays over
-the form, a traceback in the log); the range is checked here instead and said next to the field.
+
+A number question is a text box, not ``gr.Number``: Gradio 6.31's Number sets an empty value to 0 as it mounts
+(``props.value ??= 0`` in its frontend), so it shows 0 before anyone types and sends 0 for "nothing typed" — an
+adjudication with only a note was stored as a rubric score of 0. The text box starts (and is reset to) empty, and
+:func:`form_value` reads the number typed (:func:`read_number`); the range is checked here and said next to the
+field (Gradio's own bound check would fail the whole event with red overlays over the form).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -28,6 +33,10 @@ from studio.schemas import (
 
 KEY_RADIO_CLASS = "h2h-key-radio"
 KEY_CHECK_CLASS = "h2h-key-check"
+#: A rating whose options are their own numbers from 1: its labels already show the keys (no "1 · 1 — unsafe").
+KEYS_SHOWN_CLASS = "h2h-keys-shown"
+#: A number question's text box (Enter in it submits the form, see :mod:`studio.ui.annotate_keys`).
+NUMBER_CLASS = "h2h-number"
 PAIRWISE_CHOICES = [("A is better", "A"), ("B is better", "B"), ("Tie", "tie")]
 #: A service error about one answer starts ``answers.<question id>:``.
 _ANSWER_ERROR = re.compile(r"^answers\.([a-z][a-z0-9_]*): (.*)$", re.DOTALL)
@@ -60,16 +69,27 @@ def build_component(question: Question, *, elem_id: str) -> Any:
 
     label, info = question_label(question), question.help
     if isinstance(question, SingleChoice | Pairwise | Rating):
-        return gr.Radio(
-            choices=choices_of(question), label=label, info=info, elem_id=elem_id, elem_classes=[KEY_RADIO_CLASS]
-        )
+        classes = [KEY_RADIO_CLASS]
+        if isinstance(question, Rating) and question.min == 1:
+            classes.append(KEYS_SHOWN_CLASS)
+        return gr.Radio(choices=choices_of(question), label=label, info=info, elem_id=elem_id, elem_classes=classes)
     if isinstance(question, MultipleChoice):
         return gr.CheckboxGroup(
             choices=choices_of(question), label=label, info=info, elem_id=elem_id, elem_classes=[KEY_CHECK_CLASS]
         )
     if isinstance(question, NumberRange):
         hint = number_hint(question) + (f" {info}" if info else "")
-        return gr.Number(label=label, info=hint, value=None, elem_id=elem_id, step=question.step or 1)
+        placeholder = f"{question.min:g}–{question.max:g}"
+        return gr.Textbox(
+            value="",
+            label=label,
+            info=hint,
+            placeholder=placeholder,
+            lines=1,
+            max_lines=1,
+            elem_id=elem_id,
+            elem_classes=[NUMBER_CLASS],
+        )
     if isinstance(question, FreeText):
         return gr.Textbox(label=label, info=info, lines=2, max_length=question.max_length, elem_id=elem_id)
     raise TypeError(f"no form component for question type {type(question).__name__}")
@@ -87,12 +107,41 @@ def choices_of(question: Question) -> list[tuple[str, Any]]:
 
 
 def empty_value(question: Question) -> Any:
-    """The value a component is reset to for the next item."""
+    """The value a component is reset to for the next item (nothing chosen, nothing typed)."""
     if isinstance(question, MultipleChoice):
         return []
-    if isinstance(question, FreeText):
+    if isinstance(question, FreeText | NumberRange):
         return ""
     return None
+
+
+def read_number(text: Any) -> Any:
+    """The number typed into a number question's text box: None when nothing is typed, a float when the text is a
+    finite number (``" 2 "`` → 2.0, a typed ``0`` → 0.0), else the value as it came (refused as "Enter a number";
+    a crafted event's number stays a number)."""
+    if not isinstance(text, str):
+        return text
+    if not text.strip():
+        return None
+    try:
+        number = float(text)
+    except ValueError:
+        return text
+    return number if math.isfinite(number) else text
+
+
+def form_value(question: Question, value: Any) -> Any:
+    """A component's value as the answer it gives (a number question's text read as a number)."""
+    return read_number(value) if isinstance(question, NumberRange) else value
+
+
+def shown_value(question: Question, value: Any) -> Any:
+    """An answer as its component shows it (a number in a number question's text box: ``3.5``, ``2``)."""
+    if value is None:
+        return empty_value(question)
+    if isinstance(question, NumberRange) and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:g}" if float(value).is_integer() else repr(float(value))
+    return value
 
 
 def is_empty(value: Any) -> bool:
@@ -107,14 +156,15 @@ def is_asked(question: Question, answers: Mapping[str, Any]) -> bool:
 def answers_from_form(schema: WorkflowSchema, values: list[Any]) -> dict[str, Any]:
     """Turn form values (in question order) into an answers dict for ``schema.validate_answers``.
 
-    Unanswered questions are left out, and so are questions whose ``when`` condition the other
-    answers do not meet (the page hides them; a value left in a hidden field is not an answer).
-    Whole-number values of number questions arrive from the browser as floats and stay numbers.
+    Unanswered questions are left out (an empty number box is no answer, never a 0), and so are questions whose
+    ``when`` condition the other answers do not meet (the page hides them; a value left in a hidden field is not an
+    answer). A number question's text is read as a number (:func:`read_number`).
     """
     if len(values) != len(schema.questions):
         raise ValueError(f"{schema.name}: expected {len(schema.questions)} form values, got {len(values)}")
     answers: dict[str, Any] = {}
-    for question, value in zip(schema.questions, values, strict=True):
+    for question, raw in zip(schema.questions, values, strict=True):
+        value = form_value(question, raw)
         if is_empty(value) or not is_asked(question, answers):
             continue
         answers[question.id] = value
@@ -160,7 +210,8 @@ def form_problems(schema: WorkflowSchema, values: list[Any]) -> dict[str, str]:
     Hidden questions (their ``when`` condition unmet) have none."""
     problems: dict[str, str] = {}
     given: dict[str, Any] = {}
-    for question, value in zip(schema.questions, values, strict=True):
+    for question, raw in zip(schema.questions, values, strict=True):
+        value = form_value(question, raw)
         if not is_asked(question, given):
             continue
         problem = problem_in_words(question, value)

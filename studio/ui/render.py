@@ -45,6 +45,23 @@ def escape_text(text: Any) -> str:
     return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
 
 
+def visible_controls(text: str) -> str:
+    """``text`` with each invisible character of :data:`INVISIBLE_CHARS` written as ``⟨U+202E⟩`` (plain text, for a
+    label the page shows as text: ``abc\u202eexe.txt`` would otherwise read "abctxt.exe")."""
+    return text.translate(_VISIBLE)
+
+
+_VISIBLE = {ord(char): f"⟨U+{ord(char):04X}⟩" for char in INVISIBLE_CHARS}
+
+
+def escape_attribute(text: Any) -> str:
+    """Return ``text`` as an inert HTML attribute value (to put between double quotes): markup, quotes and template
+    characters escaped; the browser reads the attribute back as ``text`` exactly."""
+    return html.escape(str(text), quote=True).translate(_TEMPLATE_TABLE)
+
+
+_TEMPLATE_TABLE = {ord(char): entity for char, entity in _TEMPLATE_ENTITIES.items()}
+
 CONTEXT_LABELS = {
     "date": "Date",
     "location": "Location",

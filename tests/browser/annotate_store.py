@@ -17,6 +17,9 @@ DECEPTIVE = "Please open abc\u202eexe.txt for me"
 END_MARKER = "THE-END-OF-THE-GIANT-REPLY"
 GIANT = ("很长的回复 long reply. " * 700_000)[: 10_485_760 - len(END_MARKER)] + END_MARKER
 ANNOTATORS = ("pa01", "pa02", "pa03", "pa04", "pa05")
+#: Further annotators and experts for the issue-16 tests (each test signs in as a person of its own).
+MORE_ANNOTATORS = ("pa06", "pa07", "pa08", "pa09")
+EXPERTS = ("pe01", "pe02", "pe03")
 
 
 @dataclass(frozen=True)
@@ -79,9 +82,10 @@ def build_annotate_store(folder: Path) -> AnnotateStore:
     schemas = load_schemas()
     every_response = {"target_filter": TargetFilter()}
     with write_session(engine) as session:
-        for username in ANNOTATORS:
+        for username in ANNOTATORS + MORE_ANNOTATORS:
             create_user(session, username=username, password=PASSWORD, role="annotator")
-        create_user(session, username="pe01", password=PASSWORD, role="expert")
+        for username in EXPERTS:
+            create_user(session, username=username, password=PASSWORD, role="expert")
         create_campaign(session, name="page-vote", schema=schemas["crowd_vote"], people_per_item=5, actor="t")
         safety = schemas["sap_safety"].model_copy(update=every_response)
         create_campaign(session, name="page-safety", schema=safety, people_per_item=5, actor="t")

@@ -112,7 +112,9 @@ def test_an_out_of_range_score_is_said_on_its_field_and_the_form_stays_usable(si
     assert stored(site, "pe01", "page-adjudicate") == []
     submit = page.locator(f"{FORM} .h2h-submit")
     assert submit.is_visible() and submit.is_enabled()
-    question(page, "rubric_score").locator("input").fill("3.5")
+    score = question(page, "rubric_score").locator("input")
+    score.fill("")
+    score.press_sequentially("3.5")  # typed, as a person does (Gradio's text box says "input" on key presses)
     # Changing an answer takes its error away at once (before: it stayed until the next Submit)...
     page.wait_for_function(
         "() => !document.querySelector(\"[id^='err-'][id$='-rubric_score']\").innerText.trim()", timeout=UI_WAIT_MS

@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from studio.schemas import AnswerValidationError, ChoiceQuestion, load_schemas
+from studio.schemas import (
+    AnswerValidationError,
+    ChoiceQuestion,
+    NumberRange,
+    Question,
+    Rating,
+    WorkflowSchema,
+    load_schemas,
+)
 from studio.ui.annotate_views import answer_summary, field_error_html, shown_questions
 from studio.ui.forms import (
     answers_from_form,
+    build_component,
     choices_of,
     empty_value,
     form_problems,
+    is_empty,
     problem_of_error,
     question_label,
     rating_choices,
@@ -140,3 +152,70 @@ def test_a_field_error_is_escaped_text() -> None:
     assert field_error_html(None) == "" and field_error_html("") == ""
     shown = field_error_html("<b>7</b> is not allowed")
     assert "<b>" not in shown and "&lt;b&gt;7" in shown and 'role="alert"' in shown
+
+
+def numeric_questions() -> list[tuple[WorkflowSchema, Question]]:
+    """Every numeric question (type number and rating) of every bundled workflow."""
+    found = [
+        (schema, question)
+        for schema in load_schemas().values()
+        for question in schema.questions
+        if isinstance(question, NumberRange | Rating)
+    ]
+    assert {question.type for _schema, question in found} == {"number", "rating"}
+    return found
+
+
+def asking(schema: WorkflowSchema, question: Question) -> list[Any]:
+    """An empty form in which ``question`` is asked: only the answers its ``when`` needs are given."""
+    values = {other.id: empty_value(other) for other in schema.questions}
+    for other, allowed in (question.when or {}).items():
+        options = choices_of(schema.questions_by_id[other])
+        values[other] = next(value for _label, value in options if str(value) in allowed)
+    return [values[other.id] for other in schema.questions]
+
+
+NUMERIC = numeric_questions()
+NUMERIC_IDS = [f"{schema.name}.{question.id}" for schema, question in NUMERIC]
+
+
+@pytest.mark.parametrize(("schema", "question"), NUMERIC, ids=NUMERIC_IDS)
+def test_every_numeric_question_starts_empty(schema: WorkflowSchema, question: Question) -> None:
+    """Issue 16 item 1: the adjudication's score showed 0 before anyone typed and sent 0 (Gradio's Number draws and
+    sends 0 for an empty box), so a note alone was stored as J_human = 0. A numeric question's field starts empty
+    and goes back to empty for each item."""
+    import gradio as gr
+
+    with gr.Blocks():
+        component = build_component(question, elem_id=f"q-{schema.name}-{question.id}")
+    assert not isinstance(component, gr.Number), "gr.Number cannot be empty in the page: it starts at 0"
+    assert is_empty(component.value)
+    assert is_empty(empty_value(question))
+
+
+@pytest.mark.parametrize(("schema", "question"), NUMERIC, ids=NUMERIC_IDS)
+def test_an_empty_numeric_answer_is_no_answer_and_a_required_one_is_refused_on_its_field(
+    schema: WorkflowSchema, question: Question
+) -> None:
+    values = asking(schema, question)
+    assert question.id not in answers_from_form(schema, values)  # never a 0 in its place
+    problems = form_problems(schema, values)
+    if question.required:
+        assert problems[question.id] == "This question is required: please answer it."
+        with pytest.raises(AnswerValidationError) as refused:
+            schema.validate_answers(answers_from_form(schema, values))
+        assert refused.value.question_id in problems
+    else:
+        assert question.id not in problems
+
+
+def test_the_number_typed_is_the_number_stored() -> None:
+    """A number question's field holds the text typed; the answer is that number (a typed 0 too), text that is no
+    number is a problem in words that does not echo it."""
+    adjudication = load_schemas()["adjudication"]
+    for typed, stored in (("3.5", 3.5), ("0", 0.0), (" 2 ", 2.0), ("5", 5.0)):
+        assert answers_from_form(adjudication, [typed, "ok"]) == {"rubric_score": stored, "note": "ok"}
+        assert form_problems(adjudication, [typed, "ok"]) == {}
+    hint = "A number from 0 to 5, in steps of 0.5."
+    for typed in ("abc", "nan", "inf", "3,5"):
+        assert form_problems(adjudication, [typed, "ok"]) == {"rubric_score": f"Enter a number. {hint}"}
