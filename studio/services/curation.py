@@ -221,9 +221,41 @@ def _tallies(answers: pd.DataFrame, schema: WorkflowSchema) -> tuple[dict[str, A
     return tallies, comments
 
 
+#: A response's text is read whole up to this many characters (a curator reads it on the page); past it, its start.
+RESPONSE_TEXT_CHARS = 100_000
+
+
+def _scenario_responses(session: Session, *, scenario_id: str) -> list[dict[str, Any]]:
+    """The scenario's responses by model and variant: id, model, variant, ``text`` (its first
+    :data:`RESPONSE_TEXT_CHARS` characters: all of it but for a runaway generation), ``text_chars`` (its whole
+    length) and the automatic / judge scores (one query; the cut is made by the store, not after reading)."""
+    rows = session.execute(
+        select(
+            col(ResponseRow.id),
+            col(ResponseRow.model),
+            col(ResponseRow.variant),
+            func.substr(col(ResponseRow.text), 1, RESPONSE_TEXT_CHARS).label("text"),
+            func.length(col(ResponseRow.text)).label("text_chars"),
+            col(ScoreRow.bleu4),
+            col(ScoreRow.rougeL),
+            col(ScoreRow.ss),
+            col(ScoreRow.S),
+            col(ScoreRow.J_judge),
+            col(ScoreRow.J),
+            col(ScoreRow.J_human),
+            col(ScoreRow.J_final),
+        )
+        .outerjoin(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
+        .where(col(ResponseRow.scenario_id) == scenario_id)
+        .order_by(col(ResponseRow.model), col(ResponseRow.variant))
+    )
+    return [dict(response._mapping) for response in rows]
+
+
 def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
     """One scenario: its record (as ingested and as edited), review state, per-campaign tallies, agreement and
-    comments of its scenario-level items, and the automatic / judge scores of its responses (three queries)."""
+    comments of its scenario-level items, and its responses with their texts and automatic / judge scores
+    (:func:`_scenario_responses`; three queries and the refine run's findings)."""
     row = session.get(ScenarioRow, scenario_id)
     if row is None:
         raise NotFound(f"scenario_id: no scenario {scenario_id!r}")
@@ -243,24 +275,6 @@ def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
     for name, group in answers.groupby("campaign", sort=True):
         tallies, comments = _tallies(group, WorkflowSchema.model_validate(group["schema"].iloc[0]))
         campaigns.append({"campaign": name, "answers": len(group), "questions": tallies, "comments": comments})
-    scores = session.execute(
-        select(
-            col(ResponseRow.id),
-            col(ResponseRow.model),
-            col(ResponseRow.variant),
-            col(ScoreRow.bleu4),
-            col(ScoreRow.rougeL),
-            col(ScoreRow.ss),
-            col(ScoreRow.S),
-            col(ScoreRow.J_judge),
-            col(ScoreRow.J),
-            col(ScoreRow.J_human),
-            col(ScoreRow.J_final),
-        )
-        .outerjoin(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
-        .where(col(ResponseRow.scenario_id) == scenario_id)
-        .order_by(col(ResponseRow.model), col(ResponseRow.variant))
-    )
     return {
         "scenario": scenario_record(row, status),
         "ingested": scenario_record(row),
@@ -268,7 +282,7 @@ def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
         "revision": scenario_revision(row, status),
         "base_changed": bool(status and status.edited_from_hash and status.edited_from_hash != row.content_hash),
         "campaigns": campaigns,
-        "responses": [dict(score._mapping) for score in scores],
+        "responses": _scenario_responses(session, scenario_id=scenario_id),
         "findings": scenario_findings(session, scenario_id=scenario_id),
     }
 

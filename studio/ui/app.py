@@ -11,6 +11,7 @@ from studio.schemas import WorkflowSchema, load_schemas
 from studio.ui.annotate_conditions import CONDITIONS_CSS, CONDITIONS_SCRIPT
 from studio.ui.annotate_keys import KEYBOARD_SCRIPT, KEYS_CSS
 from studio.ui.calls import OpenContext
+from studio.ui.pages_css import PAGES_CSS
 from studio.ui.render import CHAT_CSS, escape_text
 from studio.ui.shown import form_key
 from studio.usecases.annotate import AnswerLimits
@@ -19,6 +20,7 @@ logger = logging.getLogger(__name__)
 
 UI_CSS = (
     CHAT_CSS
+    + PAGES_CSS
     + KEYS_CSS
     + CONDITIONS_CSS
     + """

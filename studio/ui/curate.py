@@ -18,7 +18,7 @@ from studio.ui import curate_views as views
 from studio.ui import tables
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors, writing
 from studio.ui.curate_aggregate import AggregationPanel
-from studio.ui.curate_decide import DecisionPanel
+from studio.ui.curate_detail import DetailPanel
 from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, version_file
 from studio.ui.render import render_message
 from studio.ui.tables import table
@@ -32,7 +32,8 @@ class CurateTab:
 
     def __init__(self, open_context: OpenContext) -> None:
         self.open_context = open_context
-        self.decision = DecisionPanel(open_context)
+        self.detail = DetailPanel(open_context)
+        self.decision = self.detail.decision
         self.aggregation_panel = AggregationPanel(open_context)
 
     def build(self) -> None:
@@ -41,8 +42,13 @@ class CurateTab:
 
         with gr.Tabs() as self.tabs:
             with gr.Tab("Scenarios", id="scenarios", elem_id="h2h-curate-scenarios"):
-                self._build_scenarios()
-                self._build_detail()
+                self._build_filters()
+                # The list beside the opened scenario and its decision form: one screen, not a page of ~4,000 px.
+                with gr.Row(equal_height=False, elem_id="h2h-curate-desk"):
+                    with gr.Column(scale=1, min_width=400, elem_id="h2h-curate-browse"):
+                        self._build_scenarios()
+                    with gr.Column(scale=1, min_width=480, elem_id="h2h-curate-opened"):
+                        self.detail.build()
             with gr.Tab("Responses", elem_id="h2h-curate-responses"):
                 self._build_responses()
             with gr.Tab("Dataset versions", elem_id="h2h-curate-versions"):
@@ -54,7 +60,7 @@ class CurateTab:
                 self.audit = table("Audit log (newest first)", "h2h-audit", tables.AUDIT_COLUMNS)
         self._wire()
 
-    def _build_scenarios(self) -> None:
+    def _build_filters(self) -> None:
         import gradio as gr
 
         with gr.Row():
@@ -75,49 +81,27 @@ class CurateTab:
                 label="Order",
                 elem_id="h2h-filter-order",
             )
+
+    def _build_scenarios(self) -> None:
+        """The left-hand column: paging, the list, and opening a scenario by its id."""
+        import gradio as gr
+
         with gr.Row():
-            self.page = gr.Number(label="Page", value=1, precision=0, minimum=1, elem_id="h2h-page")
-            self.page_size = gr.Dropdown([10, 25, 50, 100], value=25, label="Rows per page", elem_id="h2h-page-size")
-            self.search = gr.Button("Search", variant="primary", elem_id="h2h-search")
-            self.previous = gr.Button("◀ Previous", elem_id="h2h-previous")
-            self.next = gr.Button("Next ▶", elem_id="h2h-next")
+            self.page = gr.Number(label="Page", value=1, precision=0, minimum=1, elem_id="h2h-page", min_width=80)
+            self.page_size = gr.Dropdown(
+                [10, 25, 50, 100], value=25, label="Rows per page", elem_id="h2h-page-size", min_width=80
+            )
+        with gr.Row():
+            self.search = gr.Button("Search", variant="primary", elem_id="h2h-search", min_width=80)
+            self.previous = gr.Button("◀ Previous", elem_id="h2h-previous", min_width=80)
+            self.next = gr.Button("Next ▶", elem_id="h2h-next", min_width=80)
         self.summary = gr.Markdown(elem_id="h2h-browse-summary")
         self.scenarios = table(
             "Scenarios (select a row to open it)", "h2h-scenarios", tables.SCENARIO_COLUMNS, wrap=True, pinned_columns=1
         )
-
-    def _build_detail(self) -> None:
-        import gradio as gr
-
         with gr.Row():
-            self.scenario_id = gr.Textbox(label="Scenario id (to open one)", elem_id="h2h-scenario-id", scale=4)
-            self.open = gr.Button("Open", elem_id="h2h-open", scale=1)
-        # The scenario on screen and its revision, sent back with a decision (studio.usecases.curate.ShownScenario).
-        self.shown = gr.Textbox(value="", visible="hidden", interactive=False, elem_id="h2h-curate-shown")
-        self.detail_status = gr.HTML(elem_id="h2h-detail-status", js_on_load=None)
-        with gr.Accordion("Persona", open=False):
-            self.persona = gr.HTML(elem_id="h2h-detail-persona", js_on_load=None)
-        self.item = gr.HTML(elem_id="h2h-detail-item", js_on_load=None)
-        with gr.Row():
-            with gr.Column():
-                gr.Markdown("**The LLM** (pre-screen on the refine run)")
-                self.llm = gr.HTML(elem_id="h2h-llm-verdict", js_on_load=None)
-            with gr.Column():
-                self.tallies = table(
-                    "The crowd and the experts: votes per question (with percent agreement)",
-                    "h2h-tallies",
-                    tables.TALLY_COLUMNS,
-                )
-        self.flags = table(
-            "Flags of the refine run (PII replacements: the text before and after)",
-            "h2h-flags",
-            tables.FLAG_COLUMNS,
-            wrap=True,
-        )
-        self.comments = table("Comments", "h2h-comments", tables.COMMENT_COLUMNS)
-        self.scores = table("Automatic and judge scores of its responses", "h2h-detail-scores", tables.SCORE_COLUMNS)
-        self.scenario_audit = table("This scenario's audit log", "h2h-detail-audit", tables.AUDIT_COLUMNS)
-        self.decision.build()
+            self.scenario_id = gr.Textbox(label="Scenario id (to open one)", elem_id="h2h-scenario-id", scale=3)
+            self.open = gr.Button("Open", elem_id="h2h-open", scale=1, min_width=80)
 
     def _build_responses(self) -> None:
         import gradio as gr
@@ -180,7 +164,7 @@ class CurateTab:
         # page alone, no server call.
         for opening in (self.open.click, self.scenarios.select, self.responses.select):
             opening(None, js="() => ''", outputs=[self.decision.message])
-        decided = self.decision.wire(shown=self.shown, detail_outputs=detail, detail_values=self._detail_values)
+        decided = self.decision.wire(shown=self.detail.shown, detail_outputs=detail, detail_values=self._detail_values)
         # The list shows the decision at once (same filters, same page).
         decided.then(self._browse(0), inputs=filters, outputs=listing, api_visibility="private")
         self.response_search.click(
@@ -237,46 +221,17 @@ class CurateTab:
                     page=wanted,
                     page_size=page_size or 25,
                 )
-            shown = tables.table_page(found, tables.SCENARIO_COLUMNS)
-            return [tables.sized(shown.frame), shown.summary, shown.page]
+            shown = tables.scenario_list(found)
+            return [tables.sized(shown.frame, max_chars=tables.LIST_COLUMN_CHARS), shown.summary, shown.page]
 
         return on_browse
 
     def _detail_outputs(self) -> list[Any]:
-        return [
-            self.shown,
-            self.scenario_id,
-            self.detail_status,
-            self.persona,
-            self.item,
-            self.llm,
-            self.tallies,
-            self.flags,
-            self.comments,
-            self.scores,
-            self.scenario_audit,
-            *self.decision.form_outputs(),
-        ]
+        return [self.scenario_id, *self.detail.outputs()]
 
     def _detail_values(self, session: Any, caller: Any, scenario_id: str | None) -> list[Any]:
-        detail = curate.scenario_detail(session, caller=caller, scenario_id=scenario_id or "")
-        shown_id = str(detail["scenario"]["id"])
-        audit = curate.audit_entries(session, caller=caller, scenario_id=shown_id)
-        view = views.scenario_view(shown_id, detail, audit)
-        return [
-            curate.ShownScenario.of(detail).to_page(),
-            view.scenario_id,
-            view.status_html,
-            view.persona_html,
-            view.item_html,
-            view.llm_html,
-            view.tallies,
-            view.flags,
-            view.comments,
-            view.scores,
-            view.audit,
-            *self.decision.form_values(shown_id, view.form),
-        ]
+        shown_id, values = self.detail.values(session, caller, scenario_id)
+        return [shown_id, *values]
 
     def _on_select(self) -> Any:
         import gradio as gr
@@ -376,11 +331,11 @@ class CurateTab:
         names = [campaign.name for campaign in annotate.visible_campaigns(session, caller=caller, include_closed=True)]
         # The first page of scenarios is shown at once: an empty table under "Search" read as "no scenarios".
         listed = curate.browse_scenarios(session, caller=caller, page_size=25)
-        first = tables.table_page(listed, tables.SCENARIO_COLUMNS)
+        first = tables.scenario_list(listed)
         return [
             *self._versions_values(session, caller),
             gr.Dropdown(choices=[("all campaigns", ""), *[(name, name) for name in names]], value=""),
-            tables.sized(first.frame),
+            tables.sized(first.frame, max_chars=tables.LIST_COLUMN_CHARS),
             first.summary,
             first.page,
         ]

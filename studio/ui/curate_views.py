@@ -19,13 +19,13 @@ from studio.services.aggregation import AggregationSummary
 from studio.services.curation import decisions_text
 from studio.services.curation_decisions import form_values
 from studio.services.rater import RaterAgreement
+from studio.ui.curate_responses import responses_html
 from studio.ui.render import escape_text, render_item, render_persona
 from studio.ui.tables import (
     AGGREGATION_COLUMNS,
     AUDIT_COLUMNS,
     COMMENT_COLUMNS,
     FLAG_COLUMNS,
-    SCORE_COLUMNS,
     TALLY_COLUMNS,
     VERSION_COLUMNS,
     display_frame,
@@ -34,7 +34,8 @@ from studio.ui.tables import (
 
 @dataclass(frozen=True)
 class ScenarioView:
-    """What the curator sees of one scenario: its text (escaped HTML), review state, votes and scores."""
+    """What the curator sees of one scenario: its text (escaped HTML), review state, votes, and its responses' texts
+    and scores (escaped HTML)."""
 
     scenario_id: str
     item_html: str
@@ -42,7 +43,7 @@ class ScenarioView:
     status_html: str
     tallies: pd.DataFrame
     comments: pd.DataFrame
-    scores: pd.DataFrame
+    responses_html: str
     audit: pd.DataFrame
     #: The LLM pre-screen's verdict, votes, uncertainty and reasons (escaped HTML).
     llm_html: str
@@ -95,7 +96,6 @@ def scenario_view(scenario_id: str, detail: dict[str, Any], audit: Iterable[Audi
     """One scenario (``curate.scenario_detail``) and its audit entries as the curator sees them."""
     record = detail["scenario"]
     tallies, comments = _tally_rows(detail["campaigns"])
-    scores = display_frame(detail["responses"], ["id", *SCORE_COLUMNS])
     return ScenarioView(
         scenario_id=scenario_id,
         item_html=render_item({**record, "tags": _shown_tags(record.get("tags"))}),
@@ -103,7 +103,7 @@ def scenario_view(scenario_id: str, detail: dict[str, Any], audit: Iterable[Audi
         status_html=_status_html(detail),
         tallies=tallies,
         comments=comments,
-        scores=scores.drop(columns=["id"]),
+        responses_html=responses_html(detail["responses"]),
         audit=audit_frame(audit),
         llm_html=llm_html(detail.get("findings") or {}),
         flags=display_frame((detail.get("findings") or {}).get("flags", []), FLAG_COLUMNS),

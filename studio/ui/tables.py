@@ -18,24 +18,14 @@ from studio.usecases.queries import Paging
 
 #: Long text is cut in listing tables (the detail view shows it whole).
 CELL_CHARS = 120
-#: What a curator decides by comes first (the texts, cut and wrapped, after): the table fits a laptop's width
-#: instead of hiding the crowd's and the LLM's verdicts past a sideways scroll.
-SCENARIO_COLUMNS: list[str] = [
-    "id",
-    "subtask",
-    "status",
-    "crowd_decision",
-    "crowd_agreement",
-    "llm_verdict",
-    "uncertainty",
-    "flags",
-    "user_input",
-    "reference",
-    "crowd_votes",
-    "disagreement",
-    "edited",
-    "decided_by",
-]
+#: The scenario list beside the opened scenario (half the page wide): what a curator triages by — the review state,
+#: the crowd's decision with its agreement and votes, the LLM's verdict with its uncertainty, the refine run's flags —
+#: then the start of the user input; each cell's words wrap inside its column (:func:`scenario_list`).
+SCENARIO_COLUMNS: list[str] = ["id", "status", "crowd", "LLM", "flags", "user input"]
+#: The user input's first characters in the list (the opened scenario shows all of it).
+LIST_TEXT_CHARS = 60
+#: The widest a column of the list grows (in characters) before its words wrap: six columns in half the page.
+LIST_COLUMN_CHARS = 16
 RESPONSE_COLUMNS: list[str] = [
     "scenario_id",
     "model",
@@ -51,7 +41,6 @@ RESPONSE_COLUMNS: list[str] = [
 FLAG_COLUMNS: list[str] = ["kind", "field", "found", "before", "after", "done", "source", "reason"]
 TALLY_COLUMNS: list[str] = ["campaign", "question", "value", "count", "percent_agreement"]
 COMMENT_COLUMNS: list[str] = ["campaign", "annotator", "question", "text"]
-SCORE_COLUMNS: list[str] = ["model", "variant", "bleu4", "rougeL", "ss", "S", "J_judge", "J", "J_human", "J_final"]
 VERSION_COLUMNS: list[str] = ["name", "scenarios", "decided", "created_at", "created_by", "note", "content_hash"]
 AUDIT_COLUMNS: list[str] = ["at", "actor", "action", "entity", "entity_id", "before", "after", "reason"]
 AGGREGATION_COLUMNS: list[str] = [
@@ -125,6 +114,47 @@ def table_page(found: Page, columns: list[str]) -> TablePage:
     return TablePage(frame, found.total, found.page, pages)
 
 
+def _crowd_cell(row: dict[str, Any]) -> str:
+    """E.g. ``revise · 67% · 3 votes``: the crowd's decision, its agreement (when defined) and the votes counted."""
+    if not row.get("crowd_decision"):
+        return ""
+    parts = [str(row["crowd_decision"])]
+    agreement = _rounded(row.get("crowd_agreement"))
+    if agreement is not None:
+        parts.append(f"{100 * float(agreement):.0f}%")
+    if row.get("crowd_votes"):
+        parts.append(f"{int(row['crowd_votes'])} vote(s)")
+    return " · ".join(parts)
+
+
+def _llm_cell(row: dict[str, Any]) -> str:
+    """E.g. ``keep · 0.58 uncertain``: the LLM pre-screen's verdict and its uncertainty (empty when not screened)."""
+    uncertainty = _rounded(row.get("uncertainty"))
+    parts = [str(row["llm_verdict"])] if row.get("llm_verdict") else []
+    if uncertainty is not None:
+        parts.append(f"{float(uncertainty):.2f} uncertain")
+    return " · ".join(parts)
+
+
+def scenario_list(found: Page) -> TablePage:
+    """A page of ``browse_scenarios`` as the list beside the opened scenario shows it (:data:`SCENARIO_COLUMNS`):
+    the review state in words (``needs revision``), the crowd and LLM cells in one line each, the flags' kinds, the
+    user input's first :data:`LIST_TEXT_CHARS` characters."""
+    rows = [
+        {
+            "id": row["id"],
+            "status": str(row.get("status") or "pending").replace("_", " "),
+            "crowd": _crowd_cell(row),
+            "LLM": _llm_cell(row),
+            "flags": ", ".join(row.get("flags") or []),
+            "user input": shorten(row.get("user_input"), LIST_TEXT_CHARS),
+        }
+        for row in found.rows
+    ]
+    pages = Paging(page=found.page, page_size=found.page_size).pages(found.total)
+    return TablePage(pd.DataFrame(rows, columns=SCENARIO_COLUMNS), found.total, found.page, pages)
+
+
 def table(
     label: str, elem_id: str, columns: list[str] | None = None, *, wrap: bool = False, pinned_columns: int | None = None
 ) -> Any:
@@ -159,9 +189,9 @@ def column_widths(
     return widths
 
 
-def sized(frame: pd.DataFrame) -> Any:
-    """``frame`` for a wrapping ``gr.Dataframe`` with :func:`column_widths`: headers wrap between words (never
-    inside one), long texts wrap inside their column."""
+def sized(frame: pd.DataFrame, *, max_chars: int = 28) -> Any:
+    """``frame`` for a wrapping ``gr.Dataframe`` with :func:`column_widths` (no column wider than ``max_chars``
+    characters): headers wrap between words (never inside one), long texts wrap inside their column."""
     import gradio as gr
 
-    return gr.Dataframe(value=frame, column_widths=column_widths(frame))
+    return gr.Dataframe(value=frame, column_widths=column_widths(frame, max_chars=max_chars))

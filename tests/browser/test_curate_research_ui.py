@@ -20,6 +20,7 @@ from pipeline.rundir import RunDir, model_dump_line
 from studio.db import create_db_engine, read_session, write_session
 from studio.models import AuditLog
 from studio.models.curation import DatasetVersion, ScenarioStatus
+from studio.ui.tables import LIST_TEXT_CHARS
 from tests.browser.conftest import UI_WAIT_MS, Studio, sign_in
 from tests.browser.store_fixture import PASSWORD
 from tests.browser.test_studio_ui import call_gradio_event
@@ -134,7 +135,7 @@ def open_hostile_scenario(page: object, curation: Studio) -> None:
     wait_for_text(page, "#h2h-browse-summary", "1 match")
     table = page.locator("#h2h-scenarios")  # type: ignore[attr-defined]
     assert table.locator("tbody img, tbody script, tbody b, tbody strong").count() == 0
-    assert HOSTILE_INPUT in table.inner_text()
+    assert HOSTILE_INPUT[: LIST_TEXT_CHARS - 1] + "…" in table.inner_text()  # the list shows its start, as text
     table.get_by_text(HOSTILE_ID, exact=True).locator("visible=true").first.click()  # select the row
     wait_for_text(page, "#h2h-comments", "nice")
     assert page.input_value("#h2h-scenario-id textarea") == HOSTILE_ID  # type: ignore[attr-defined]
@@ -156,6 +157,7 @@ def reject_without_then_with_a_reason(page: object, curation: Studio) -> None:
     fill(page, "h2h-reason", "Not a companion conversation.")
     page.click("#h2h-decide")  # type: ignore[attr-defined]
     wait_for_text(page, "#h2h-decision-message", "reject saved")
+    page.get_by_role("tab", name="This scenario's audit log", exact=True).click()  # type: ignore[attr-defined]
     wait_for_text(page, "#h2h-detail-audit", "Not a companion conversation.")
     [entry] = read_store(curation, select(AuditLog).where(AuditLog.entity_id == HOSTILE_ID))
     assert (entry.actor, entry.action, entry.detail["reason"]) == (

@@ -69,7 +69,7 @@ def as_caller(engine: Engine, session_token: str | None, use: Use, *, write: boo
 def browse(engine: Engine, session_token: str, **choices: Any) -> TablePage:
     """The Scenarios listing as the page shows it."""
     found = as_caller(engine, session_token, lambda s, c: curate.browse_scenarios(s, caller=c, **choices))
-    return tables.table_page(found, tables.SCENARIO_COLUMNS)
+    return tables.scenario_list(found)
 
 
 def scenario_view(engine: Engine, session_token: str, scenario_id: str) -> views.ScenarioView:
@@ -198,8 +198,8 @@ def test_browse_filters_and_pages(voted: Engine, tokens: Tokens) -> None:
         "iti-1",
         "iti-3",
     ]
-    low = browse(voted, curator, agreement_below=0.6).frame
-    assert list(low["id"]) == ["dlg-3", "iti-3"] and (low["crowd_agreement"] < 0.6).all()
+    low = as_caller(voted, curator, lambda s, c: curate.browse_scenarios(s, caller=c, agreement_below=0.6)).rows
+    assert [row["id"] for row in low] == ["dlg-3", "iti-3"] and all(row["crowd_agreement"] < 0.6 for row in low)
     assert list(browse(voted, curator, disagreement=True).frame["id"]) == [
         "dlg-3",
         "iti-2",
@@ -222,7 +222,10 @@ def test_scenario_view_shows_votes_scores_and_escapes_text(voted: Engine, tokens
     verdicts = view.tallies[view.tallies["question"] == "verdict"]
     assert dict(zip(verdicts["value"], verdicts["count"], strict=True)) == {"discard": 1, "keep": 1}
     assert set(view.comments["text"]) == {"ann-1 on dlg-3", "ann-2 on dlg-3"}
-    assert len(view.scores) == 4 and set(view.scores["model"]) == {"model-alpha", "model-beta"}
+    assert view.responses_html.count('class="h2h-response"') == 4
+    assert (
+        "model-alpha" in view.responses_html and "model-beta" in view.responses_html and "S 0." in view.responses_html
+    )
     assert "提醒我明天开会" in view.item_html
     with pytest.raises(NotFound):
         scenario_view(voted, tokens["curator"], "nope")
@@ -234,7 +237,8 @@ def test_scenario_view_shows_votes_scores_and_escapes_text(voted: Engine, tokens
         assert "${" not in html and "{{" not in html
     assert "&lt;img src=x onerror=alert(1)&gt;" in hostile.item_html
     row = browse(voted, tokens["curator"], subtask="dialogue_base").frame
-    assert HOSTILE_INPUT in set(row["user_input"])  # the table gets the text itself; gr.Dataframe shows it as text
+    shown = HOSTILE_INPUT[: tables.LIST_TEXT_CHARS - 1] + "…"  # the list shows its start (the scenario: all of it)
+    assert shown in set(row["user input"])  # the table gets the text itself; gr.Dataframe shows it as text
 
 
 def test_decisions_need_a_reason_and_are_audit_logged(voted: Engine, tokens: Tokens) -> None:
@@ -262,7 +266,9 @@ def test_decisions_need_a_reason_and_are_audit_logged(voted: Engine, tokens: Tok
     assert "新的参考回复" in view.item_html and "edited fields:</b> reference" in view.status_html
     assert list(scenario_view(voted, curator, "dlg-1").audit["reason"]) == ["duplicate of dlg-2"]
     rejected = browse(voted, curator, status="rejected").frame
-    assert list(rejected["id"]) == ["dlg-1"] and list(rejected["decided_by"]) == ["curator:curator"]
+    assert list(rejected["id"]) == ["dlg-1"] and list(rejected["status"]) == ["rejected"]
+    [row] = as_caller(voted, curator, lambda s, c: curate.browse_scenarios(s, caller=c, status="rejected")).rows
+    assert row["decided_by"] == "curator:curator"
 
 
 def test_publish_list_and_download_versions(voted: Engine, tokens: Tokens, tmp_path: Path) -> None:
