@@ -2,8 +2,8 @@
 
 A workflow schema names what is annotated (``target``), by whom (``eligible_roles``), by how many
 people (``people_per_item``), what is asked (``questions``: a discriminated union on ``type``) and how
-answers aggregate (``aggregation``: a discriminated union on ``rule``). A new workflow is a new YAML
-file; no UI or service code names a workflow.
+answers aggregate (``aggregation``: a discriminated union on ``rule``, in :mod:`studio.rules`). A new workflow is a
+new YAML file; no UI or service code names a workflow.
 """
 
 from __future__ import annotations
@@ -19,6 +19,24 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from studio.policies import Role
+from studio.rules import (
+    Aggregation,
+    CriteriaRule,
+    MajorityRule,
+    MeanRule,
+    MedianRule,
+    PairwiseRule,
+    aggregated_questions,
+)
+
+__all__ = [  # the rules live in studio.rules; re-exported here for the code that reads them with the workflow
+    "Aggregation",
+    "CriteriaRule",
+    "MajorityRule",
+    "MeanRule",
+    "MedianRule",
+    "PairwiseRule",
+]
 
 TargetKind = Literal["scenario", "response", "response_pair"]
 Level = Literal["nominal", "ordinal", "interval"]
@@ -225,47 +243,6 @@ Question = Annotated[
 ]
 
 
-class MajorityRule(SchemaModel):
-    """Majority per question; a tie (or agreement below ``min_agreement``) sends the item to ``on_tie``."""
-
-    rule: Literal["majority"]
-    on_tie: Literal["expert_review", "none"] = "none"
-    min_agreement: float | None = Field(default=None, ge=0, le=1)
-
-
-class CriteriaRule(SchemaModel):
-    """Majority per pass/fail criterion; ``criteria`` name the questions; the status follows."""
-
-    rule: Literal["majority_per_criterion"]
-    criteria: list[str] = Field(min_length=1)
-
-
-class MeanRule(SchemaModel):
-    """Mean of ``score`` per item; optional nominal questions decided by majority (e.g. a violation)."""
-
-    rule: Literal["mean"]
-    score: str
-    majority_of: list[str] = Field(default_factory=list)
-    group_by: list[Literal["model", "variant", "instruction_kind", "subtask"]] = Field(default_factory=list)
-
-
-class MedianRule(SchemaModel):
-    """Median of ``score`` per item; with ``yields: J_human`` it becomes the item's human rubric score."""
-
-    rule: Literal["median"]
-    score: str
-    yields: Literal["J_human"] | None = None
-
-
-class PairwiseRule(SchemaModel):
-    rule: Literal["pairwise_majority"]
-    choice: str
-    position_balanced: bool = True
-
-
-Aggregation = Annotated[MajorityRule | CriteriaRule | MeanRule | MedianRule | PairwiseRule, Field(discriminator="rule")]
-
-
 class TargetFilter(SchemaModel):
     """Which targets a campaign of this workflow takes by default."""
 
@@ -312,9 +289,12 @@ class WorkflowSchema(SchemaModel):
             for other in question.when or {}:
                 if other not in ids or other == question.id:
                     raise ValueError(f"question {question.id}: 'when' names unknown question {other!r}")
-        missing = [name for name in _aggregated_questions(self.aggregation) if name not in ids]
+        missing = [name for name in aggregated_questions(self.aggregation) if name not in ids]
         if missing:
             raise ValueError(f"aggregation names unknown questions {missing}")
+        classification = getattr(self.aggregation, "classification", None)
+        if classification and not isinstance(self.questions_by_id[classification.question], SingleChoice):
+            raise ValueError(f"aggregation.classification: {classification.question} must be a single_choice question")
         if (self.target == "response_pair") != any(isinstance(q, Pairwise) for q in self.questions):
             raise ValueError("pairwise questions go with target response_pair, and only with it")
         return self
@@ -350,18 +330,6 @@ class WorkflowSchema(SchemaModel):
                 raise AnswerValidationError(question.id, f"not asked unless {question.when}")
             clean[question.id] = question.check(value)
         return clean
-
-
-def _aggregated_questions(aggregation: Aggregation) -> list[str]:
-    if isinstance(aggregation, CriteriaRule):
-        return list(aggregation.criteria)
-    if isinstance(aggregation, MeanRule):
-        return [aggregation.score, *aggregation.majority_of]
-    if isinstance(aggregation, MedianRule):
-        return [aggregation.score]
-    if isinstance(aggregation, PairwiseRule):
-        return [aggregation.choice]
-    return []
 
 
 class SchemaFileError(ValueError):

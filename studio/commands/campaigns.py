@@ -79,6 +79,13 @@ def campaign() -> None:
 @click.option("--flagged-only", is_flag=True, help="Only responses flagged for adjudication.")
 @click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
 @click.option("--schemas-dir", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None)
+@click.option(
+    "--assignment",
+    type=click.Choice(["fill", "spread"]),
+    default="fill",
+    show_default=True,
+    help="Queue order: fill items to their quota first (small teams get decided items early), or least-answered first.",
+)
 @db_option
 def create(
     name: str,
@@ -92,6 +99,7 @@ def create(
     flagged_only: bool,
     gold: Path | None,
     schemas_dir: Path | None,
+    assignment: str,
     db_url: str | None,
 ) -> None:
     """Create campaign NAME over the targets the schema and filters pick."""
@@ -117,8 +125,12 @@ def create(
             selection=selection,
             gold=entries,
             actor="cli",
+            assignment=assignment,
         )
-    click.echo(f"created campaign {created.name} ({created.schema_name}, {created.people_per_item} per item)")
+    click.echo(
+        f"created campaign {created.name} ({created.schema_name}, {created.people_per_item} per item, "
+        f"queue: {created.assignment})"
+    )
 
 
 @campaign.command("list")
@@ -133,6 +145,7 @@ def list_(db_url: str | None) -> None:
             progress = summary.progress
             click.echo(
                 f"{summary.name}\t{summary.schema_name}\t{summary.status}\t{summary.people_per_item}/item\t"
+                f"complete at {summary.complete_at}\tqueue: {summary.assignment}\t"
                 f"{progress['answers']} answers\t{progress['complete_items']}/{progress['items']} complete\t"
                 f"{summary.people} people\t{','.join(summary.eligible_roles)}"
             )
@@ -152,21 +165,30 @@ def assign(name: str, roles: tuple[str, ...], db_url: str | None) -> None:
     click.echo(f"campaign {changed.name}: {', '.join(changed.eligible_roles)} may work on it")
 
 
-def _set_status(name: str, status: str, db_url: str | None) -> None:
+def _set_status(name: str, status: str, db_url: str | None, *, decide_below_quota: bool = False) -> None:
     from studio.db import write_session
     from studio.services.campaigns import set_campaign_status
 
     with open_store(db_url) as engine, write_session(engine) as session:
-        set_campaign_status(session, name=name, status=status, actor="cli")
+        changed = set_campaign_status(
+            session, name=name, status=status, actor="cli", decide_below_quota=decide_below_quota
+        )
     click.echo(f"campaign {name} is {status}")
+    click.echo(changed.message)
 
 
 @campaign.command("close")
 @click.argument("name")
+@click.option(
+    "--decide-below-quota",
+    is_flag=True,
+    help="Decide the items short of their quota on the answers they have (recorded). Default: they stay undecided.",
+)
 @db_option
-def close(name: str, db_url: str | None) -> None:
-    """Close campaign NAME: no more items, answers or revisions."""
-    _set_status(name, "closed", db_url)
+def close(name: str, decide_below_quota: bool, db_url: str | None) -> None:
+    """Close campaign NAME: no more items, answers or revisions. Says how many items are below quota and what
+    happens to them."""
+    _set_status(name, "closed", db_url, decide_below_quota=decide_below_quota)
 
 
 @campaign.command("open")

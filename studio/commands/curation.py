@@ -61,15 +61,25 @@ def export_pairs_command(campaign: str, output: Path, db_url: str | None) -> Non
 @click.command("publish")
 @click.option("--name", required=True, help="The version's name (e.g. v1).")
 @click.option("--note", default=None, help="A note stored with the version.")
+@click.option("--dry-run", is_flag=True, help="Only say what would be published and why; publish nothing.")
 @db_option
-def publish_command(name: str, note: str | None, db_url: str | None) -> None:
-    """Publish the accepted scenarios (curators' edits applied) as an immutable dataset version; `h2h export dataset
-    --version NAME -o FILE` writes it out."""
+def publish_command(name: str, note: str | None, dry_run: bool, db_url: str | None) -> None:
+    """Publish the accepted scenarios (curators' edits applied) as an immutable dataset version, saying first what is
+    published and why (by a curator, by the crowd's or the experts' rule); `h2h export dataset --version NAME -o FILE`
+    writes it out."""
     from studio.db import write_session
-    from studio.services.curation import decisions_text, publish_dataset
+    from studio.services.curation import decisions_text, publish_dataset, publish_preview
 
     with open_store(db_url) as engine, write_session(engine) as session:
-        version, created = publish_dataset(session, actor="h2h publish", name=name, note=note)
+        preview = publish_preview(session)
+        click.echo(preview.words())
+        for row in preview.rows:
+            click.echo(f"  {row.scenario_id}\t{row.subtask}\t{row.decided_by}\t{row.why}")
+        if dry_run:
+            return
+        version, created = publish_dataset(
+            session, actor="h2h publish", name=name, note=note, expected_hash=preview.content_hash
+        )
     counts = decisions_text(version.summary)
     state = "published" if created else "already published as"
     click.echo(f"{state} {version.name}: {version.n_scenarios} scenarios ({counts}); sha256 {version.content_hash}")

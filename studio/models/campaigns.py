@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, UniqueConstraint
+from sqlalchemy import JSON, Column, Index, UniqueConstraint, false
 from sqlmodel import Field, SQLModel
 
 from studio.models.types import UTCDateTime, utc_now
@@ -19,6 +19,12 @@ class CampaignBase(SQLModel):
     people_per_item: int = Field(gt=0)
     status: str = Field(default="open", max_length=16)
     eligible_roles: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=False))
+    #: The queue's order (``studio.services.queue``): ``fill`` hands out the item closest to its quota first, so a
+    #: small team completes items (and gets agreement figures) before new ones start; ``spread`` the least-answered.
+    assignment: str = Field(default="fill", max_length=16, sa_column_kwargs={"server_default": "fill"})
+    #: Chosen by whoever closed the campaign (audit-logged): its items short of their quota are decided on the answers
+    #: they have. False (the default): such items stay undecided (``studio.services.progress.complete_at``).
+    decide_below_quota: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
 
 class CampaignPublic(CampaignBase):

@@ -16,8 +16,9 @@ from sqlmodel import Field, SQLModel
 
 from studio.models.types import UTCDateTime, utc_now
 
-#: Review states of a scenario: pending until a crowd vote, expert review or curator decides.
-STATUSES: tuple[str, ...] = ("pending", "in_review", "accepted", "needs_revision", "rejected")
+#: Review states of a scenario: pending until a crowd vote, expert review or curator decides; ``needs_curator`` where
+#: the crowd and the experts decided differently and the rule (``with_crowd: agree_or_curator``) leaves it to a curator.
+STATUSES: tuple[str, ...] = ("pending", "in_review", "needs_curator", "accepted", "needs_revision", "rejected")
 #: Fields of a scenario a curator may edit.
 EDITABLE_FIELDS: tuple[str, ...] = ("persona", "user_input", "reference", "history", "tags", "context", "subtask")
 
@@ -38,6 +39,19 @@ class ScenarioStatusBase(SQLModel):
     edits: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     edited_from_hash: str | None = Field(default=None, max_length=64)
     reason: str | None = None
+    #: The crowd's side as its rule counted it (``studio.results.decisions.CrowdSide``): campaign, question, votes per
+    #: value, whether the item was disputed (tie, low agreement) and sent to experts, the classification's votes.
+    crowd: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}"))
+    #: The expert panel's side (``studio.results.decisions.ExpertSide``): campaign, its own outcome, how many experts,
+    #: and the rule combining it with the crowd's vote (``with_crowd`` of the expert workflow).
+    experts: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False, server_default="{}"))
+    #: The crowd's classification (e.g. the subtask) where more than half of the votes name one value; else None.
+    crowd_label: str | None = Field(default=None, max_length=64)
+    #: What the workflow's classification rule did with ``crowd_label`` where it differs from the scenario's subtask:
+    #: ``applied`` (the published scenario takes it; the ingested one is kept) or ``flagged`` (a curator decides).
+    label_action: str | None = Field(default=None, max_length=16, index=True)
+    #: The decision in words, as the rule made it: "crowd: revise 3/3 · experts: pass 3/3 → waits for a curator (…)".
+    rule_note: str | None = None
 
 
 class ScenarioStatusPublic(ScenarioStatusBase):

@@ -28,13 +28,13 @@ def _require(frame: pd.DataFrame, columns: Sequence[str]) -> None:
         raise ValueError(f"missing column(s): {', '.join(absent)}")
 
 
-def complete_answers(answers: pd.DataFrame, *, quota: int, closed: bool) -> pd.DataFrame:
-    """The answers of the items that reached ``quota`` answers; every answer once the campaign is ``closed``.
+def complete_answers(answers: pd.DataFrame, *, quota: int) -> pd.DataFrame:
+    """The answers of the items that reached ``quota`` answers (the campaign's ``complete_at``).
 
     The one rule for which items a campaign's results count (aggregation, Table 3, Fig. 7): an item still short of
     its people is not decided yet. ``answers`` has one row per answer with an ``item`` column.
     """
-    if closed or answers.empty:
+    if quota <= 1 or answers.empty:
         return answers
     counts = answers.groupby("item")["item"].transform("size")
     return answers[counts >= quota]

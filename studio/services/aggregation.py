@@ -1,16 +1,15 @@
 """Aggregating a campaign's answers by its schema's rule, and writing the outcome to the store.
 
-* ``majority`` (crowd vote): majority per question; a tie or agreement below ``min_agreement`` opens an item in an
-  open ``expert_review`` campaign (created as ``<campaign>-review`` when none is open); the verdict sets the
-  scenario's status (keep → accepted, revise → needs_revision, discard → rejected).
-* ``majority_per_criterion`` (expert review): majority per criterion; the status follows
-  :func:`studio.results.aggregate.expert_review_status`.
+* ``majority`` (crowd vote) and ``majority_per_criterion`` (expert review): each writes its side of the scenarios it
+  decided, and the status follows from both sides by the stated rules (:mod:`studio.services.aggregation_scenarios`,
+  :mod:`studio.results.decisions`); a crowd tie or agreement below ``min_agreement`` opens an item in an open
+  ``expert_review`` campaign (created as ``<campaign>-review`` when none is open).
 * ``median`` yielding ``J_human`` (adjudication): median rubric score → J_human → J_final, written to the score.
 * ``mean`` (SAP safety, instruction following) and ``pairwise_majority``: tables only (nothing is written).
 
-Only *complete* items count: answered by the campaign's quota (``min_people_per_item`` for a median), or any
-answered item once the campaign is closed. Every write compares first, so a second run changes nothing; a status
-set by a curator is never overwritten by aggregation.
+Only *decided* items count: answered by the campaign's quota (:func:`studio.services.progress.complete_at`); a closed
+campaign's items below quota only where whoever closed it chose so. Every write compares first, so a second run
+changes nothing; a status set by a curator is never overwritten by aggregation.
 
 Reading the answers is the long part of a run: :func:`aggregate` (and the API route) reads them in a read session
 first (:func:`answers_to_aggregate`) and applies the rules in a second, write session, so that on SQLite the write
@@ -22,27 +21,16 @@ stays open).
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, Field
-from sqlalchemy import Engine, func, insert, select
+from sqlalchemy import Engine, func, select
 from sqlmodel import Session, col
 
 from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, utc_now
-from studio.models.curation import ScenarioStatus, ScenarioStatusBase
-from studio.results.aggregate import (
-    adjudicate,
-    complete_answers,
-    completion_quota,
-    crowd_majority,
-    expert_review_status,
-    pairwise_majority,
-)
-from studio.results.store_views import answers_by_question, campaign_answers, score_frame
+from studio.results.aggregate import adjudicate, complete_answers, pairwise_majority
+from studio.results.store_views import campaign_answers, score_frame
 from studio.results.tables import (
     instruction_following_table,
     instruction_ratings,
@@ -50,210 +38,36 @@ from studio.results.tables import (
     safety_ratings,
     table3,
 )
-from studio.schemas import (
-    CriteriaRule,
-    MajorityRule,
-    MeanRule,
-    MedianRule,
-    PairwiseRule,
-    SingleChoice,
-    WorkflowSchema,
+from studio.rules import CriteriaRule, MajorityRule, MeanRule, MedianRule, PairwiseRule
+from studio.schemas import WorkflowSchema
+from studio.services.aggregation_scenarios import (
+    AggregationSummary,
+    Run,
+    aggregate_criteria,
+    aggregate_majority,
+    table_records,
 )
 from studio.services.content import pair_is_swapped
+from studio.services.progress import complete_at
 from studio.services.queue import campaign_schema, get_campaign
-from studio.services.review import open_review_items
+
+__all__ = ["AggregationSummary", "aggregate", "aggregate_all", "aggregate_campaign", "answers_to_aggregate"]
 
 logger = logging.getLogger(__name__)
-
-#: A crowd verdict → the scenario's status.
-VERDICT_STATUS: dict[str, str] = {"keep": "accepted", "revise": "needs_revision", "discard": "rejected"}
-#: Whose status decision outweighs whose (the prefix of ScenarioStatus.decided_by).
-DECIDER_RANK: dict[str, int] = {"": 0, "crowd": 1, "expert": 2, "curator": 3}
-
-
-def table_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    """A result table as records with text column names (the summary's ``table``)."""
-    return [{str(name): value for name, value in row.items()} for row in frame.to_dict("records")]
-
-
-class AggregationSummary(BaseModel):
-    """What one aggregation run found and changed. ``changed`` counts rows written by this run."""
-
-    campaign: str
-    workflow_type: str
-    rule: str
-    answers: int
-    complete_items: int
-    incomplete_items: int
-    changed: int = 0
-    review_campaign: str | None = None
-    review_items_opened: int = 0
-    statuses: dict[str, int] = Field(default_factory=dict)
-    pending_adjudication: int | None = None
-    table: list[dict[str, Any]] = Field(default_factory=list)
 
 
 def _summary(campaign: Campaign, rule: str, answers: pd.DataFrame, complete: pd.DataFrame) -> AggregationSummary:
     n_complete = complete["item"].nunique()
+    below = answers["item"].nunique() - n_complete
     return AggregationSummary(
         campaign=campaign.name,
         workflow_type=campaign.workflow_type,
         rule=rule,
         answers=len(answers),
         complete_items=n_complete,
-        incomplete_items=answers["item"].nunique() - n_complete,
+        incomplete_items=below,
+        below_quota=below,
     )
-
-
-def _update_status(row: ScenarioStatus, values: dict[str, Any]) -> bool:
-    """Write ``values`` onto an existing status row; True when anything changed.
-
-    A weightier decision stands: crowd < expert < curator (see :data:`DECIDER_RANK`); a lighter writer updates its
-    own fields but leaves status and decided_by alone.
-    """
-    if _rank(row.decided_by) > _rank(values.get("decided_by", "")):
-        values = {key: value for key, value in values.items() if key not in ("status", "decided_by")}
-    changed = {key: value for key, value in values.items() if getattr(row, key) != value}
-    for key, value in changed.items():
-        setattr(row, key, value)
-    if changed:
-        row.updated_at = utc_now()
-    return bool(changed)
-
-
-def _rank(decided_by: str) -> int:
-    return DECIDER_RANK.get(decided_by.split(":", 1)[0], 0)
-
-
-def _status_defaults() -> dict[str, Any]:
-    """A new status row's columns before any decision: the model's defaults."""
-    fields = ScenarioStatusBase.model_fields
-    return {name: field.get_default(call_default_factory=True) for name, field in fields.items()}
-
-
-def _write_statuses(session: Session, updates: dict[str, dict[str, Any]]) -> int:
-    """Apply per-scenario status values; return how many rows were created or changed.
-
-    Existing rows are loaded in one query and updated where a value differs; new rows go in as one bulk insert
-    (building an ORM object per scenario would cost more than the rest of the write phase).
-    """
-    known: dict[str, ScenarioStatus] = {}
-    if updates:
-        query = select(ScenarioStatus).where(col(ScenarioStatus.scenario_id).in_(sorted(updates)))
-        known = {row.scenario_id: row for row in session.execute(query).scalars()}
-    now = utc_now()
-    defaults = _status_defaults()  # a new row has no earlier decision to outrank its values
-    created = [
-        defaults | values | {"scenario_id": scenario_id, "updated_at": now}
-        for scenario_id, values in updates.items()
-        if scenario_id not in known
-    ]
-    changed = sum(
-        _update_status(known[scenario_id], values) for scenario_id, values in updates.items() if scenario_id in known
-    )
-    if created:
-        session.execute(insert(ScenarioStatus), created)
-    session.flush()
-    return len(created) + changed
-
-
-def _scenario_of(answers: pd.DataFrame) -> dict[Any, str]:
-    pairs = answers.drop_duplicates("item")
-    return dict(zip(pairs["item"].tolist(), pairs["scenario_id"].tolist(), strict=True))
-
-
-@dataclass(frozen=True)
-class _Run:
-    """One aggregation run of a campaign: the store, the campaign and its schema, the answers of its complete items,
-    and the summary the rule's handler fills in."""
-
-    session: Session
-    campaign: Campaign
-    schema: WorkflowSchema
-    complete: pd.DataFrame
-    summary: AggregationSummary
-
-
-def _aggregate_majority(run: _Run, rule: MajorityRule) -> None:
-    """Crowd vote: majority per single-choice question; ties and low agreement go to expert review."""
-    session, campaign, complete, summary = run.session, run.campaign, run.complete, run.summary
-    long = answers_by_question(complete, run.schema)
-    choice_ids = [q.id for q in run.schema.questions if isinstance(q, SingleChoice) and q.id in set(long["question"])]
-    if not choice_ids:
-        return
-    min_share = rule.min_agreement if rule.min_agreement is not None else 0.0
-    per_question = [
-        crowd_majority(long.loc[long["question"] == q, ["item", "value"]], min_share=min_share) for q in choice_ids
-    ]
-    primary = per_question[0].set_index("item")
-    flagged = pd.concat([frame.set_index("item")["needs_expert_review"] for frame in per_question], axis=1)
-    review = flagged.fillna(False).astype(bool).any(axis=1)
-    if campaign.target_kind != "scenario":
-        summary.table = table_records(per_question[0])
-        return
-    updates = _crowd_updates(campaign, primary, review, _scenario_of(complete), rule.on_tie == "expert_review")
-    summary.changed = _write_statuses(session, updates)
-    summary.statuses = dict(Counter(values["status"] for values in updates.values()))
-    to_review = sorted(sid for sid, values in updates.items() if values["disagreement"])
-    if rule.on_tie == "expert_review" and to_review:
-        summary.review_campaign, summary.review_items_opened = open_review_items(session, campaign, to_review)
-        summary.changed += summary.review_items_opened
-
-
-def _crowd_updates(
-    campaign: Campaign, primary: pd.DataFrame, review: pd.Series, scenario_of: dict[Any, str], to_experts: bool
-) -> dict[str, dict[str, Any]]:
-    updates: dict[str, dict[str, Any]] = {}
-    disputed_items = review.to_dict()
-    columns = (
-        primary.index.tolist(),
-        primary["decision"].tolist(),
-        primary["votes"].tolist(),
-        primary["top_share"].tolist(),
-    )
-    for item, decision, votes, top_share in zip(*columns, strict=True):
-        disputed = bool(disputed_items.get(item, False))
-        decision = decision if isinstance(decision, str) else None
-        if disputed:
-            status = "in_review" if to_experts else "needs_revision"
-        else:
-            status = VERDICT_STATUS.get(decision or "", "pending")
-        updates[scenario_of[item]] = {
-            "status": status,
-            "decided_by": f"crowd:{campaign.name}",
-            "crowd_decision": decision,
-            "crowd_votes": int(votes),
-            "crowd_agreement": round(float(top_share), 6),
-            "disagreement": disputed,
-        }
-    return updates
-
-
-def _aggregate_criteria(run: _Run, rule: CriteriaRule) -> None:
-    """Expert review: majority per criterion; the scenario's status follows ``expert_review_status``."""
-    complete = run.complete
-    rows = [
-        (item, reviewer, criterion, values[criterion])
-        for item, reviewer, values in zip(complete["item"], complete["annotator"], complete["values"], strict=True)
-        for criterion in rule.criteria
-        if values.get(criterion) not in (None, "")
-    ]
-    if not rows or run.campaign.target_kind != "scenario":
-        return
-    verdicts = expert_review_status(
-        pd.DataFrame(rows, columns=["item", "reviewer", "criterion", "passed"]), criteria=rule.criteria
-    )
-    scenario_of = _scenario_of(complete)
-    updates = {
-        scenario_of[row["item"]]: {
-            "status": row["status"],
-            "decided_by": f"expert:{run.campaign.name}",
-            "expert_verdicts": {criterion: row[criterion] for criterion in rule.criteria},
-        }
-        for row in verdicts.to_dict("records")
-    }
-    run.summary.changed = _write_statuses(run.session, updates)
-    run.summary.statuses = dict(Counter(values["status"] for values in updates.values()))
 
 
 def _differs(old: float | None, new: float | None) -> bool:
@@ -262,7 +76,7 @@ def _differs(old: float | None, new: float | None) -> bool:
     return abs(old - new) > 1e-9
 
 
-def _aggregate_median(run: _Run, rule: MedianRule) -> None:
+def _aggregate_median(run: Run, rule: MedianRule) -> None:
     """Adjudication: the experts' median rubric score is J_human; J_final = α·5S + (1−α)·J_human on the score."""
     session, complete, summary = run.session, run.complete, run.summary
     rubric = pd.DataFrame(
@@ -305,7 +119,7 @@ def _values_frame(complete: pd.DataFrame, questions: list[str]) -> pd.DataFrame:
     return complete.assign(**{q: [values.get(q) for values in complete["values"]] for q in questions})
 
 
-def _aggregate_mean(run: _Run, rule: MeanRule) -> None:
+def _aggregate_mean(run: Run, rule: MeanRule) -> None:
     """SAP safety (Table 3), instruction following (Fig. 7) or a plain mean per group: a table, nothing written.
     Table 3 and Fig. 7 are ``studio.results.tables``' definitions, the ones the research views use."""
     complete = run.complete
@@ -322,7 +136,7 @@ def _aggregate_mean(run: _Run, rule: MeanRule) -> None:
     run.summary.table = table_records(table)
 
 
-def _aggregate_pairwise(run: _Run, rule: PairwiseRule) -> None:
+def _aggregate_pairwise(run: Run, rule: PairwiseRule) -> None:
     """Pairwise preference: position-balanced majority per pair of systems (a table, nothing written)."""
     session, campaign, complete = run.session, run.campaign, run.complete
     if complete.empty:
@@ -357,9 +171,9 @@ def _aggregate_pairwise(run: _Run, rule: PairwiseRule) -> None:
 
 #: Each aggregation rule's handler. Crowd vote and expert review count an item complete at the campaign's quota;
 #: the others at the schema's ``min_people_per_item``.
-_HANDLERS: dict[type, Callable[[_Run, Any], None]] = {
-    MajorityRule: _aggregate_majority,
-    CriteriaRule: _aggregate_criteria,
+_HANDLERS: dict[type, Callable[[Run, Any], None]] = {
+    MajorityRule: aggregate_majority,
+    CriteriaRule: aggregate_criteria,
     MedianRule: _aggregate_median,
     MeanRule: _aggregate_mean,
     PairwiseRule: _aggregate_pairwise,
@@ -372,12 +186,9 @@ def _run_rule(
     """Aggregate ``campaign``'s complete items by its schema's rule and return the filled-in summary."""
     rule = schema.aggregation
     answers = campaign_answers(session, campaign) if answers is None else answers
-    quota = completion_quota(
-        rule, people_per_item=campaign.people_per_item, min_people_per_item=schema.min_people_per_item
-    )
-    complete = complete_answers(answers, quota=quota, closed=campaign.status == "closed")
+    complete = complete_answers(answers, quota=complete_at(campaign))
     summary = _summary(campaign, rule.rule, answers, complete)
-    _HANDLERS[type(rule)](_Run(session, campaign, schema, complete, summary), rule)
+    _HANDLERS[type(rule)](Run(session, campaign, schema, complete, summary), rule)
     return summary
 
 

@@ -17,9 +17,15 @@ from studio.models.types import stored_id
 from studio.policies import ROLES
 from studio.schemas import AnswerValidationError, WorkflowSchema
 from studio.services.errors import Conflict, InvalidInput, NotFound
-from studio.services.progress import campaign_progress
+from studio.services.progress import QuotaReport, campaign_progress, closing_words, complete_at, quota_report
 from studio.services.queue import get_campaign
 from studio.services.review_order import order_by_uncertainty
+
+#: The queue's orders (``Campaign.assignment``), in words for the pages that offer the choice.
+ASSIGNMENTS: dict[str, str] = {
+    "fill": "fill items to their quota first (a small team gets decided items and agreement figures early)",
+    "spread": "least-answered first (every item gets a first answer before any gets a second)",
+}
 
 
 class TargetSelection(BaseModel):
@@ -44,6 +50,9 @@ class CampaignSummary(BaseModel):
     title: str
     status: str
     people_per_item: int
+    #: The answers that decide an item now (``studio.services.progress.complete_at``), and the queue's order.
+    complete_at: int
+    assignment: str
     progress: dict[str, int]
 
 
@@ -165,12 +174,16 @@ def create_campaign(
     selection: TargetSelection | None = None,
     gold: list[dict[str, Any]] | None = None,
     actor: str | None = None,
+    assignment: str = "fill",
 ) -> CampaignPublic:
     """Create a campaign of ``schema`` over the targets ``selection`` picks; gold entries mark (or add) items.
 
+    ``assignment`` is the queue's order (:data:`ASSIGNMENTS`; ``fill``: items closest to their quota first).
     ``Conflict`` if the name exists; ``InvalidInput`` when nothing matches or a gold entry is invalid.
     """
     selection = selection or TargetSelection()
+    if assignment not in ASSIGNMENTS:
+        raise InvalidInput(f"assignment: {assignment!r} is not one of {', '.join(ASSIGNMENTS)}")
     if session.execute(select(col(Campaign.id)).where(col(Campaign.name) == name)).first() is not None:
         raise Conflict(f"name: campaign {name!r} already exists")
     quota = people_per_item or schema.people_per_item
@@ -197,6 +210,7 @@ def create_campaign(
         filters=selection.model_dump(),
         schema_snapshot=schema.model_dump(mode="json"),
         pair_seed=secrets.token_hex(32),
+        assignment=assignment,
     )
     session.add(campaign)
     session.flush()
@@ -208,30 +222,52 @@ def create_campaign(
             action="campaign.create",
             entity="campaign",
             entity_id=name,
-            detail={"schema": schema.name, "items": len(rows), "gold": len(gold_answers)},
+            detail={"schema": schema.name, "items": len(rows), "gold": len(gold_answers), "assignment": assignment},
         )
     )
     session.flush()
     return CampaignPublic.model_validate(campaign)
 
 
-def set_campaign_status(session: Session, *, name: str, status: str, actor: str | None = None) -> CampaignPublic:
-    """Open or close a campaign (closed: no next items, submits or revisions)."""
+class CampaignStatusChange(CampaignPublic):
+    """A campaign just opened or closed, with its items against their quota and what that means, in words."""
+
+    quota: QuotaReport
+    message: str
+
+
+def set_campaign_status(
+    session: Session, *, name: str, status: str, actor: str | None = None, decide_below_quota: bool = False
+) -> CampaignStatusChange:
+    """Open or close a campaign (closed: no next items, submits or revisions), audit-logged.
+
+    Closing records the closer's choice for the items below quota: ``decide_below_quota`` True decides them on the
+    answers they have; False (the default) leaves them undecided. Reopening clears the choice. The result says how
+    many items are below quota and what happens to them (:func:`closing_words`).
+    """
     if status not in ("open", "closed"):
         raise InvalidInput(f"status: {status!r} is not open or closed")
     campaign = get_campaign(session, name)
     previous, campaign.status = campaign.status, status
+    campaign.decide_below_quota = status == "closed" and decide_below_quota
+    report = quota_report(session, campaign)
+    detail: dict[str, Any] = {"from": previous, "decide_below_quota": campaign.decide_below_quota}
     session.add(
         AuditLog(
             actor=actor or "system",
             action=f"campaign.{status}",
             entity="campaign",
             entity_id=name,
-            detail={"from": previous},
+            detail=detail | report.model_dump(),
         )
     )
     session.flush()
-    return CampaignPublic.model_validate(campaign)
+    if status == "closed":
+        message = closing_words(name, report, decide_below_quota=campaign.decide_below_quota)
+    else:
+        message = f"{name} is open: {report.at_quota} of {report.items} item(s) have their quota."
+    public = CampaignPublic.model_validate(campaign).model_dump()
+    return CampaignStatusChange(**public, quota=report, message=message)
 
 
 def list_campaigns(session: Session) -> list[CampaignPublic]:
@@ -260,6 +296,8 @@ def _summary_fields(session: Session, campaign: Campaign) -> dict[str, Any]:
         "title": str(campaign.schema_snapshot.get("title", "")),
         "status": campaign.status,
         "people_per_item": campaign.people_per_item,
+        "complete_at": complete_at(campaign),
+        "assignment": campaign.assignment,
         "progress": campaign_progress(session, campaign),
     }
 

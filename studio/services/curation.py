@@ -9,18 +9,14 @@ it calls these functions (the command line calls them directly: it is trusted). 
 
 from __future__ import annotations
 
-import hashlib
-import json
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel
 from sqlalchemy import Select, func, select
-from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
-from pipeline.records import Scenario
 from studio.models import (
     Answer,
     AuditLog,
@@ -35,8 +31,6 @@ from studio.models import (
     User,
 )
 from studio.models.curation import (
-    DatasetVersion,
-    DatasetVersionPublic,
     ScenarioStatus,
     ScenarioStatusPublic,
 )
@@ -49,9 +43,32 @@ from studio.services.curation_decisions import (
     scenario_revision,
 )
 from studio.services.curation_findings import scenario_findings
-from studio.services.errors import Conflict, InvalidInput, NotFound
+from studio.services.errors import InvalidInput, NotFound
+from studio.services.publishing import (
+    accepted_records,
+    content_hash,
+    dataset_version_records,
+    decision_summary,
+    decisions_text,
+    list_dataset_versions,
+    publish_dataset,
+    publish_preview,
+)
 
-__all__ = ["ACTIONS", "decide_scenario", "scenario_record"]  # re-exported: the decision lives beside
+# Re-exported: the decision and publishing live beside (studio.services.curation_decisions, .publishing).
+__all__ = [
+    "ACTIONS",
+    "accepted_records",
+    "content_hash",
+    "decide_scenario",
+    "decision_summary",
+    "decisions_text",
+    "dataset_version_records",
+    "list_dataset_versions",
+    "publish_dataset",
+    "publish_preview",
+    "scenario_record",
+]
 
 MAX_AUDIT_ENTRIES = 1000
 
@@ -285,116 +302,6 @@ def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
         "responses": _scenario_responses(session, scenario_id=scenario_id),
         "findings": scenario_findings(session, scenario_id=scenario_id),
     }
-
-
-def content_hash(records: list[dict[str, Any]]) -> str:
-    """sha256 of the records' canonical JSON (sorted keys, no whitespace, UTF-8)."""
-    canonical = json.dumps(records, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
-
-
-def accepted_records(session: Session, *, include_edits: bool = True) -> list[dict[str, Any]]:
-    """Every accepted scenario as a validated Scenario dict (edits applied unless ``include_edits`` is False)."""
-    rows = session.execute(
-        select(ScenarioRow, ScenarioStatus)
-        .join(ScenarioStatus, col(ScenarioStatus.scenario_id) == col(ScenarioRow.id))
-        .where(col(ScenarioStatus.status) == "accepted")
-        .order_by(col(ScenarioRow.id))
-    ).all()
-    return [
-        Scenario.model_validate(scenario_record(row, status if include_edits else None)).model_dump(mode="json")
-        for row, status in rows
-    ]
-
-
-def decision_summary(session: Session) -> dict[str, list[str]]:
-    """Scenario ids by decision: accepted, edited (accepted with edits), rejected, pending (every other state)."""
-    summary: dict[str, list[str]] = {"accepted": [], "edited": [], "rejected": [], "pending": []}
-    rows = session.execute(
-        select(col(ScenarioRow.id), col(ScenarioStatus.status), col(ScenarioStatus.edits))
-        .outerjoin(ScenarioStatus, col(ScenarioStatus.scenario_id) == col(ScenarioRow.id))
-        .order_by(col(ScenarioRow.id))
-    )
-    for scenario_id, status, edits in rows:
-        kind = status if status in ("accepted", "rejected") else "pending"
-        summary[kind].append(scenario_id)
-        if kind == "accepted" and edits:
-            summary["edited"].append(scenario_id)
-    return summary
-
-
-def decisions_text(summary: dict[str, list[str]]) -> str:
-    """A version's decisions in words, e.g. ``accepted 2 (1 of them edited), rejected 1, pending 64``: the edited ones
-    are among the accepted (the four counts of :func:`decision_summary` overlap), so the parts add up to the whole."""
-    accepted, edited = len(summary.get("accepted", [])), len(summary.get("edited", []))
-    parts = [f"accepted {accepted}" + (f" ({edited} of them edited)" if edited else "")]
-    parts += [f"{kind} {len(summary.get(kind, []))}" for kind in ("rejected", "pending")]
-    return ", ".join(parts)
-
-
-def publish_dataset(
-    session: Session, *, actor: str, name: str, include_edits: bool = True, note: str | None = None
-) -> tuple[DatasetVersionPublic, bool]:
-    """Publish the accepted scenarios as an immutable version (by ``actor``); return it and whether it was created.
-
-    Identical content (same hash) returns the existing version (``created`` False) whatever ``name`` says; a
-    ``name`` already used for other content is a ``Conflict``; nothing accepted is ``InvalidInput``.
-    """
-    name = name.strip()
-    if not name or len(name) > 128:
-        raise InvalidInput("name: must be 1-128 characters")
-    records = accepted_records(session, include_edits=include_edits)
-    if not records:
-        raise InvalidInput("status: no accepted scenario to publish")
-    digest = content_hash(records)
-    same = session.execute(select(DatasetVersion).where(col(DatasetVersion.content_hash) == digest)).scalars().first()
-    if same is not None:
-        return DatasetVersionPublic.model_validate(same), False
-    if session.execute(select(col(DatasetVersion.id)).where(col(DatasetVersion.name) == name)).first() is not None:
-        raise Conflict(f"name: dataset version {name!r} already exists with other content")
-    version = DatasetVersion(
-        name=name,
-        content_hash=digest,
-        n_scenarios=len(records),
-        created_by=actor,
-        note=note,
-        records=records,
-        summary=decision_summary(session),
-    )
-    session.add(version)
-    try:
-        session.flush()
-    except IntegrityError:
-        raise Conflict(f"name: dataset version {name!r} was published concurrently") from None
-    session.add(
-        AuditLog(
-            actor=actor,
-            action="dataset.publish",
-            entity="dataset_version",
-            entity_id=name,
-            detail={
-                "content_hash": digest,
-                "scenarios": len(records),
-                "decided": {kind: len(ids) for kind, ids in version.summary.items()},
-            },
-        )
-    )
-    session.flush()
-    return DatasetVersionPublic.model_validate(version), True
-
-
-def list_dataset_versions(session: Session) -> list[DatasetVersionPublic]:
-    """Every published version, oldest first."""
-    rows = session.execute(select(DatasetVersion).order_by(col(DatasetVersion.id))).scalars()
-    return [DatasetVersionPublic.model_validate(row) for row in rows]
-
-
-def dataset_version_records(session: Session, *, version: str) -> list[dict[str, Any]]:
-    """The scenarios of a published version, as published; ``NotFound`` for an unknown name."""
-    found = session.execute(select(DatasetVersion).where(col(DatasetVersion.name) == version)).scalars().first()
-    if found is None:
-        raise NotFound(f"version: no dataset version {version!r}")
-    return list(found.records)
 
 
 def list_audit_entries(

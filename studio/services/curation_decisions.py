@@ -35,8 +35,9 @@ SCENARIO_FIELDS: tuple[str, ...] = (
     "context",
     "source",
 )
-ACTIONS: tuple[str, ...] = ("accept", "edit", "reject")
-#: The status each action leaves (edit-and-accept: see the module's docstring).
+ACTIONS: tuple[str, ...] = ("accept", "edit", "reject", "relabel")
+#: The status each action leaves (edit-and-accept: see the module's docstring). ``relabel`` leaves the status as it
+#: is: it applies the crowd's classification (a subtask the workflow flagged) as a curator's edit of the subtask.
 STATUS_AFTER: dict[str, str] = {"accept": "accepted", "edit": "accepted", "reject": "rejected"}
 
 
@@ -49,11 +50,18 @@ class EditProblem(InvalidInput):
         self.problem = problem
 
 
-def scenario_record(row: ScenarioRow, status: ScenarioStatus | None = None) -> dict[str, Any]:
-    """The scenario as a ``pipeline.records.Scenario`` dict, with the curator's edits (if any) applied."""
+def scenario_record(
+    row: ScenarioRow, status: ScenarioStatus | None = None, *, with_edits: bool = True
+) -> dict[str, Any]:
+    """The scenario as a ``pipeline.records.Scenario`` dict as it would be published: the crowd's subtask where the
+    workflow's classification rule applied it (``label_action`` ``applied``), then the curator's edits (if any, and
+    ``with_edits``)."""
     record = {name: getattr(row, name) for name in SCENARIO_FIELDS}
-    if status is not None and status.edits:
-        record.update(status.edits)
+    if status is not None:
+        if status.label_action == "applied" and status.crowd_label:
+            record["subtask"] = status.crowd_label
+        if status.edits and with_edits:
+            record.update(status.edits)
     return record
 
 
@@ -62,6 +70,7 @@ def scenario_revision(row: ScenarioRow, status: ScenarioStatus | None) -> str:
     state: dict[str, Any] = {"content": row.content_hash}
     if status is not None:
         state.update(status=status.status, decided_by=status.decided_by, edits=status.edits, reason=status.reason or "")
+        state.update(label=status.crowd_label, label_action=status.label_action)
     canonical = json.dumps(state, sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
 
@@ -115,6 +124,17 @@ def _audit(session: Session, actor: str, action: str, status: ScenarioStatus, be
     )
 
 
+def _crowd_label_to_apply(row: ScenarioRow, status: ScenarioStatus) -> str:
+    """The crowd's subtask a curator may apply with ``relabel``: one the classification rule found (a strict
+    majority) that differs from the subtask the scenario has now; ``InvalidInput`` otherwise."""
+    label = status.crowd_label
+    if not label:
+        raise InvalidInput("action: the crowd has no majority subtask for this scenario")
+    if label == scenario_record(row, status)["subtask"]:
+        raise InvalidInput(f"action: the scenario's subtask is already {label}")
+    return label
+
+
 def decide_scenario(
     session: Session,
     *,
@@ -125,11 +145,13 @@ def decide_scenario(
     edits: dict[str, Any] | None = None,
     revision: str | None = None,
 ) -> ScenarioStatusPublic:
-    """Accept, edit-and-accept or reject ``scenario_id`` as ``actor``; audit-logged (who, when, before, after, why).
+    """Accept, edit-and-accept, reject or relabel ``scenario_id`` as ``actor``; audit-logged (who, when, before, after,
+    why).
 
     ``reason`` is required; ``edits`` (for ``edit``) are fields of :data:`EDITABLE_FIELDS`, checked against the
-    Scenario record. ``revision`` (when given) must be the scenario's current :func:`scenario_revision`, else
-    ``Conflict``. A curator's status outranks crowd and expert aggregation from then on.
+    Scenario record; ``relabel`` applies the crowd's majority subtask (:attr:`ScenarioStatus.crowd_label`) as an edit
+    and leaves the status and who decided it as they are. ``revision`` (when given) must be the scenario's current
+    :func:`scenario_revision`, else ``Conflict``. A curator's status outranks crowd and expert aggregation from then on.
     """
     if action not in ACTIONS:
         raise InvalidInput(f"action: {action!r} is not one of {', '.join(ACTIONS)}")
@@ -137,13 +159,16 @@ def decide_scenario(
         raise InvalidInput("reason: a reason is required")
     row, status = _scenario_and_status(session, scenario_id, revision)
     before = {"status": status.status, "decided_by": status.decided_by, "edits": dict(status.edits)}
-    if action == "edit":
+    if action == "relabel":
+        edits = {"subtask": _crowd_label_to_apply(row, status)}
+    if action in ("edit", "relabel"):
         if not edits:
             raise InvalidInput("edits: nothing was changed")
         status.edits = validated_edits(row, status, edits)
         status.edited_from_hash = row.content_hash
-    status.status = STATUS_AFTER[action]
-    status.decided_by = f"curator:{actor}"
+    if action in STATUS_AFTER:
+        status.status = STATUS_AFTER[action]
+        status.decided_by = f"curator:{actor}"
     status.reason = reason.strip()
     status.updated_at = utc_now()
     session.add(status)

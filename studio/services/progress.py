@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
@@ -19,10 +20,11 @@ from studio.services.queue_rows import CampaignState
 
 
 def complete_at(campaign: Campaign | CampaignState) -> int:
-    """How many answers make one of ``campaign``'s items complete: the quota of ``h2h aggregate``
-    (:func:`studio.results.aggregate.completion_quota`), or one answer once the campaign is closed — the one rule
-    the Research page, the campaign lists and the annotate page count "complete" by."""
-    if campaign.status == "closed":
+    """How many answers make one of ``campaign``'s items complete (decided): the quota of ``h2h aggregate``
+    (:func:`studio.results.aggregate.completion_quota`); one answer only once the campaign is closed by someone who
+    chose to decide its items below quota on the answers they have (``decide_below_quota``) — the one rule
+    aggregation, the Research page, the campaign lists and the annotate page count "complete" by."""
+    if campaign.status == "closed" and campaign.decide_below_quota:
         return 1
     schema = campaign.schema if isinstance(campaign, CampaignState) else campaign_schema(campaign)
     return completion_quota(
@@ -75,3 +77,49 @@ def progress(session: Session, *, campaign: str, user: UserPublic) -> dict[str, 
     else:
         mine = _my_progress(session, found, user)
     return {"campaign": found.name, "mine": mine, "overall": campaign_progress(session, found)}
+
+
+class QuotaReport(BaseModel):
+    """A campaign's items against the answers that decide one (``complete_at`` while open): how many have them, how
+    many are answered but short (``below_quota``), how many have no answer."""
+
+    items: int
+    complete_at: int
+    at_quota: int
+    below_quota: int
+    unanswered: int
+
+
+def quota_report(session: Session, campaign: Campaign) -> QuotaReport:
+    """Count ``campaign``'s items by how far they are from the quota that decides them while it is open."""
+    schema = campaign_schema(campaign)
+    quota = completion_quota(
+        schema.aggregation, people_per_item=campaign.people_per_item, min_people_per_item=schema.min_people_per_item
+    )
+    items, at_quota, unanswered = session.execute(
+        select(
+            func.count(col(Item.id)),
+            func.count(col(Item.id)).filter(col(Item.answer_count) >= quota),
+            func.count(col(Item.id)).filter(col(Item.answer_count) == 0),
+        ).where(col(Item.campaign_id) == campaign.id)
+    ).one()
+    below = int(items) - int(at_quota) - int(unanswered)
+    return QuotaReport(
+        items=int(items), complete_at=quota, at_quota=int(at_quota), below_quota=below, unanswered=int(unanswered)
+    )
+
+
+def closing_words(name: str, report: QuotaReport, *, decide_below_quota: bool) -> str:
+    """What closing ``name`` does to its items, in words (the same on the Admin page, the CLI and the REST API)."""
+    text = (
+        f"{name}: {report.at_quota} of {report.items} item(s) have their quota of {report.complete_at} answer(s) and "
+        f"count as decided; {report.below_quota} are answered but below quota; {report.unanswered} have no answer."
+    )
+    if not report.below_quota:
+        return text
+    if decide_below_quota:
+        return (
+            text
+            + f" As chosen when closing, the {report.below_quota} below quota are decided on the answers they have."
+        )
+    return text + f" The {report.below_quota} below quota stay undecided (aggregation leaves them out)."

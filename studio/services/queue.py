@@ -1,7 +1,9 @@
 """The work queue (DESIGN.md "Rules every workflow obeys").
 
 Next item = one still short of its quota (stored answers + live leases < people per item), not yet
-answered by this person, least-answered first in a stable order; items this person skipped come
+answered by this person, in the campaign's ``assignment`` order — ``fill`` (the default): the item closest to its
+quota first, so a small team completes items (and has agreement figures) before it starts new ones; ``spread``: the
+least-answered first — in a stable order; items this person skipped come
 after all others. Handing an item out takes a lease; an expired lease frees its slot; a person with
 a live lease gets the same item back. Every function here runs inside the caller's write session
 (one transaction); handing out and skipping take the campaign's queue lock (``studio.db.lock_campaign``)

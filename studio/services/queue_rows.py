@@ -51,6 +51,8 @@ class CampaignState:
     people_per_item: int
     pair_seed: str
     schema: WorkflowSchema
+    assignment: str = "fill"
+    decide_below_quota: bool = False
 
 
 def _table(model: type[SQLModel]) -> Table:
@@ -80,6 +82,8 @@ def _campaign_query() -> Select[*tuple[Any, ...]]:
         col(Campaign.eligible_roles),
         col(Campaign.people_per_item),
         col(Campaign.pair_seed),
+        col(Campaign.assignment),
+        col(Campaign.decide_below_quota),
         cast(col(Campaign.schema_snapshot), Text).label("snapshot"),
     ).where(col(Campaign.name) == bindparam("name"))
 
@@ -103,6 +107,8 @@ def campaign_row(session: Session, name: str) -> CampaignState | None:
         people_per_item=row.people_per_item,
         pair_seed=row.pair_seed,
         schema=parsed_schema(row.snapshot),
+        assignment=row.assignment,
+        decide_below_quota=bool(row.decide_below_quota),
     )
 
 
@@ -150,10 +156,13 @@ def item_row(session: Session, item_id: int) -> Row[*tuple[Any, ...]] | None:
     return core_connection(session).execute(_item_query(), {"item_id": item_id}).first()
 
 
-@lru_cache(maxsize=2)
-def _candidate_query(skipped: bool) -> Select[*tuple[Any, ...]]:
+@lru_cache(maxsize=4)
+def _candidate_query(skipped: bool, fill: bool) -> Select[*tuple[Any, ...]]:
     """The next-item query, once per process and kind (building a SELECT and its cache key costs more than
-    running it). Bound per call: campaign_id, quota, user_id, now."""
+    running it). Bound per call: campaign_id, quota, user_id, now.
+
+    ``fill``: the item with the most answers and live leases first (a team completes items before it starts new
+    ones); else the least-answered first. Items this person skipped come after all others either way."""
     now, user_id, quota = _now_param(), bindparam("user_id", type_=Integer()), bindparam("quota", type_=Integer())
     live = select(func.count()).where(col(Lease.item_id) == col(Item.id), *_live_lease(now)).scalar_subquery()
     answered = exists().where(col(Answer.item_id) == col(Item.id), col(Answer.user_id) == user_id)
@@ -164,10 +173,11 @@ def _candidate_query(skipped: bool) -> Select[*tuple[Any, ...]]:
         col(Item.answer_count) + live < quota,
         ~answered,
     )
+    taken = (col(Item.answer_count) + live).desc() if fill else col(Item.answer_count)
     if skipped:
-        query = query.join(Skip, skip_match).order_by(col(Skip.skipped_at), col(Item.answer_count), col(Item.position))
+        query = query.join(Skip, skip_match).order_by(col(Skip.skipped_at), taken, col(Item.position))
     else:
-        query = query.where(~exists().where(skip_match)).order_by(col(Item.answer_count), col(Item.position))
+        query = query.where(~exists().where(skip_match)).order_by(taken, col(Item.position))
     return query.limit(1)
 
 
@@ -176,7 +186,8 @@ def candidate_item(
 ) -> Row[*tuple[Any, ...]] | None:
     """The first open item for this person, among the ones they skipped or the ones they did not."""
     bound = {"campaign_id": campaign.id, "quota": campaign.people_per_item, "user_id": user_id, "now": now}
-    return core_connection(session).execute(_candidate_query(skipped), bound).first()
+    query = _candidate_query(skipped, campaign.assignment == "fill")
+    return core_connection(session).execute(query, bound).first()
 
 
 @lru_cache(maxsize=1)

@@ -28,7 +28,7 @@ from pipeline.leaderboard import (
 from pipeline.records import JUDGED_SUBTASKS
 from pipeline.results import judge_label
 from studio.models import Campaign, ResponseRow, ScoreRow
-from studio.results.aggregate import complete_answers, completion_quota
+from studio.results.aggregate import complete_answers
 from studio.results.agreement import (
     agreement_by_question,
     annotator_agreement,
@@ -49,6 +49,7 @@ from studio.results.store_views import (
 from studio.results.tables import instruction_following_table, instruction_ratings, safety_ratings, table3
 from studio.schemas import MeanRule
 from studio.services.errors import InvalidInput, NotFound
+from studio.services.progress import complete_at
 from studio.services.queue import campaign_schema, get_campaign
 
 #: The score columns Table 3 reads: only the rated responses' scores are loaded.
@@ -240,10 +241,7 @@ def _rated(session: Session, campaign: Campaign) -> tuple[pd.DataFrame, MeanRule
     if not isinstance(rule, MeanRule):
         raise InvalidInput(f"campaign: {campaign.name!r} does not aggregate by mean")
     answers = campaign_answers(session, campaign)
-    quota = completion_quota(
-        rule, people_per_item=campaign.people_per_item, min_people_per_item=schema.min_people_per_item
-    )
-    complete = complete_answers(answers, quota=quota, closed=campaign.status == "closed")
+    complete = complete_answers(answers, quota=complete_at(campaign))
     return complete, rule
 
 

@@ -18,12 +18,10 @@ from sqlmodel import Session, col
 
 from pipeline.leaderboard import awaiting_adjudication
 from studio.models import Answer, Campaign, Item, User
-from studio.results.aggregate import completion_quota
 from studio.results.calibration import Calibration, judge_human_calibration
 from studio.results.store_views import score_frame
 from studio.services.errors import InvalidInput
-from studio.services.progress import campaign_progress
-from studio.services.queue import campaign_schema
+from studio.services.progress import campaign_progress, complete_at
 from studio.services.research import choose_rows, mask_awaiting_adjudication, with_judge_labels
 
 #: Score columns a distribution can be drawn of, with their range.
@@ -92,7 +90,8 @@ def calibration(
 
 def complete_items(session: Session, campaign: Campaign) -> int:
     """How many of ``campaign``'s items are complete, as ``studio.results.aggregate.complete_answers`` counts them
-    (:func:`studio.services.progress.complete_at`: answered by its quota, or answered at all once closed)."""
+    (:func:`studio.services.progress.complete_at`: answered by its quota, or at all where a campaign was closed with
+    'decide below quota')."""
     return campaign_progress(session, campaign)["complete_items"]
 
 
@@ -101,7 +100,6 @@ def _campaign_progress(session: Session) -> pd.DataFrame:
     answers, items and complete items (:func:`complete_items`)."""
     rows = []
     for campaign in session.execute(select(Campaign).order_by(col(Campaign.name))).scalars():
-        schema = campaign_schema(campaign)
         totals = session.execute(
             select(func.count(col(Item.id)), func.coalesce(func.sum(col(Item.answer_count)), 0)).where(
                 col(Item.campaign_id) == campaign.id
@@ -113,11 +111,7 @@ def _campaign_progress(session: Session) -> pd.DataFrame:
                 "schema": campaign.schema_name,
                 "status": campaign.status,
                 "people_per_item": campaign.people_per_item,
-                "complete_at": completion_quota(
-                    schema.aggregation,
-                    people_per_item=campaign.people_per_item,
-                    min_people_per_item=schema.min_people_per_item,
-                ),
+                "complete_at": complete_at(campaign),
                 "answers": int(totals[1]),
                 "items": int(totals[0]),
                 "complete_items": complete_items(session, campaign),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, field_validator
 from sqlmodel import Session
@@ -19,9 +19,11 @@ from studio.models import CampaignPublic, UserPublic
 from studio.policies import AdminPolicy, authorize
 from studio.schemas import WorkflowSchema, load_schemas
 from studio.services import audit, auth, campaigns
-from studio.services.campaigns import CampaignOverview, TargetChoices, TargetSelection
+from studio.services.campaigns import CampaignOverview, CampaignStatusChange, TargetChoices, TargetSelection
 from studio.services.curation import Page
 from studio.services.errors import InvalidInput
+from studio.services.progress import QuotaReport, quota_report
+from studio.services.queue import get_campaign
 from studio.services.usernames import visible_username
 from studio.usecases.queries import Paging, parse
 
@@ -156,6 +158,12 @@ class CampaignSpec(BaseModel):
     high_risk_only: bool = False
     flagged_only: bool = False
     roles: list[str] | None = None
+    assignment: Literal["fill", "spread"] = "fill"
+
+    @field_validator("assignment", mode="before")
+    @classmethod
+    def _default_order(cls, value: Any) -> Any:
+        return _blank_is_none(value) or "fill"
 
     @field_validator("name", mode="before")
     @classmethod
@@ -224,16 +232,32 @@ def create_campaign(session: Session, *, caller: UserPublic, **values: Any) -> C
         people_per_item=spec.people_per_item,
         selection=spec.selection(),
         actor=caller.username,
+        assignment=spec.assignment,
     )
     if spec.roles is not None and set(spec.roles) != set(created.eligible_roles):
         created = campaigns.set_eligible_roles(session, name=created.name, roles=spec.roles, actor=caller.username)
     return created
 
 
-def set_campaign_status(session: Session, *, caller: UserPublic, name: str, status: str) -> CampaignPublic:
-    """Close (no next items, answers or revisions) or reopen a campaign."""
+def set_campaign_status(
+    session: Session, *, caller: UserPublic, name: str, status: str, decide_below_quota: Any = False
+) -> CampaignStatusChange:
+    """Close (no next items, answers or revisions) or reopen a campaign; closing records whether its items below
+    quota are decided on the answers they have (``decide_below_quota``, default no) and says how many there are."""
     authorize(caller, AdminPolicy.manage_campaigns())
-    return campaigns.set_campaign_status(session, name=name or "", status=status, actor=caller.username)
+    if not isinstance(decide_below_quota, bool):
+        raise InvalidInput("decide_below_quota: must be true or false")
+    return campaigns.set_campaign_status(
+        session, name=name or "", status=status, actor=caller.username, decide_below_quota=decide_below_quota
+    )
+
+
+def closing_preview(session: Session, *, caller: UserPublic, name: str | None) -> QuotaReport:
+    """A campaign's items against their quota, for whoever is about to close it (nothing changes)."""
+    authorize(caller, AdminPolicy.manage_campaigns())
+    if not name:
+        raise InvalidInput("campaign: choose a campaign")
+    return quota_report(session, get_campaign(session, name))
 
 
 def assign_roles(session: Session, *, caller: UserPublic, name: str, roles: list[str] | None) -> CampaignPublic:

@@ -23,6 +23,7 @@ from studio.services import curation_decisions as decisions
 from studio.services.aggregation import AggregationSummary
 from studio.services.curation import Page
 from studio.services.errors import InvalidInput
+from studio.services.publishing import PublishPreview
 from studio.services.rater import RaterAgreement
 from studio.usecases.queries import Paging, ResponseFilters, ScenarioFilters, parse
 
@@ -170,13 +171,31 @@ def decide_shown(
     return scenario, status
 
 
+def publish_preview(session: Session, *, caller: UserPublic, include_edits: bool = True) -> PublishPreview:
+    """What publishing now would publish, and why each scenario is in (``studio.services.publishing``)."""
+    authorize(caller, CurationPolicy.publish())
+    return curation.publish_preview(session, include_edits=include_edits)
+
+
 def publish(
-    session: Session, *, caller: UserPublic, name: str | None, note: str | None = None, include_edits: bool = True
+    session: Session,
+    *,
+    caller: UserPublic,
+    name: str | None,
+    note: str | None = None,
+    include_edits: bool = True,
+    expected_hash: str | None = None,
 ) -> tuple[DatasetVersionPublic, bool]:
-    """Publish the accepted scenarios as an immutable version; the version and whether it was created now."""
+    """Publish what :func:`publish_preview` shows as an immutable version; the version and whether it was created now.
+    ``expected_hash`` (the preview's content hash) must still hold, else ``Conflict`` and nothing is published."""
     authorize(caller, CurationPolicy.publish())
     return curation.publish_dataset(
-        session, actor=caller.username, name=name or "", include_edits=include_edits, note=(note or "").strip() or None
+        session,
+        actor=caller.username,
+        name=name or "",
+        include_edits=include_edits,
+        note=(note or "").strip() or None,
+        expected_hash=expected_hash or None,
     )
 
 

@@ -86,6 +86,8 @@ class PublishIn(BaseModel):
     name: str = Field(min_length=1, max_length=128)
     note: str | None = Field(default=None, max_length=4000)
     include_edits: bool = True
+    #: The ``content_hash`` of ``GET /publish-preview``: publish exactly what the preview showed (409 if it changed).
+    expected_hash: str | None = Field(default=None, max_length=64)
 
 
 def json_model(model: BaseModel, status_code: int = status.HTTP_200_OK) -> Response:

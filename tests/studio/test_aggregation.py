@@ -17,7 +17,7 @@ from pipeline.records import ALPHA
 from pipeline.rundir import RunDir
 from studio.db import read_session, write_session
 from studio.ingest import ingest_run
-from studio.models import Campaign, CampaignPublic, Item, ResponseRow, ScoreRow, UserPublic
+from studio.models import AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScoreRow, UserPublic
 from studio.models.curation import ScenarioStatus
 from studio.schemas import load_schemas
 from studio.services.aggregation import (
@@ -70,7 +70,8 @@ CROWD_STATUSES = {
     "dlg-2": ("needs_revision", "crowd:vote"),
     "dlg-3": ("in_review", "crowd:vote"),
     "iti-1": ("rejected", "crowd:vote"),
-    "iti-2": ("in_review", "crowd:vote"),  # the verdict agrees but the subtask label ties
+    # The verdict agrees; the subtask label ties, which is no dispute: the classification rule changes nothing then.
+    "iti-2": ("accepted", "crowd:vote"),
     "iti-3": ("in_review", "crowd:vote"),
 }
 
@@ -82,15 +83,15 @@ def test_crowd_majority_sets_statuses_and_opens_review_items_once(
     with write_session(store) as session:
         first = aggregate_campaign(session, campaign="vote", actor="curator")
     assert statuses(store) == CROWD_STATUSES
-    assert first.review_campaign == "vote-review" and first.review_items_opened == 3
-    assert first.complete_items == 6 and first.changed == 6 + 3
-    assert review_items(store, "vote-review") == ["dlg-3", "iti-2", "iti-3"]
+    assert first.review_campaign == "vote-review" and first.review_items_opened == 2
+    assert first.complete_items == 6 and first.changed == 6 + 2
+    assert review_items(store, "vote-review") == ["dlg-3", "iti-3"]
     with write_session(store) as session:
         second = aggregate_campaign(session, campaign="vote", actor="admin")
         review = session.execute(select(Campaign).where(Campaign.name == "vote-review")).scalars().one()
         assert review.workflow_type == "expert_review" and review.status == "open"
     assert second.changed == 0 and second.review_items_opened == 0
-    assert review_items(store, "vote-review") == ["dlg-3", "iti-2", "iti-3"]
+    assert review_items(store, "vote-review") == ["dlg-3", "iti-3"]
     with read_session(store) as session:
         dlg3 = session.get(ScenarioStatus, "dlg-3")
     assert (dlg3.crowd_votes, dlg3.crowd_agreement, dlg3.disagreement) == (2, 0.5, True)
@@ -111,13 +112,13 @@ def test_disputes_already_in_an_open_review_campaign_wait_for_its_experts_withou
         summary = aggregate_campaign(session, campaign="vote", actor="curator")
     assert (summary.review_campaign, summary.review_items_opened) == ("by-hand-review", 0)
     assert review_items(store, "by-hand-review") == before
-    disputed = {sid: status for sid, status in statuses(store).items() if sid in ("dlg-3", "iti-2", "iti-3")}
-    assert disputed == dict.fromkeys(("dlg-3", "iti-2", "iti-3"), ("in_review", "crowd:vote"))
+    disputed = {sid: status for sid, status in statuses(store).items() if sid in ("dlg-3", "iti-3")}
+    assert disputed == dict.fromkeys(("dlg-3", "iti-3"), ("in_review", "crowd:vote"))
     with read_session(store) as session:
         assert session.execute(select(func.count(Campaign.id))).scalar_one() == 2  # no "vote-review" was opened
 
 
-def test_incomplete_items_wait_until_the_campaign_closes(
+def test_items_below_quota_stay_undecided_when_closed_unless_the_closer_chose_otherwise(
     store: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str
 ) -> None:
     with write_session(store) as session:
@@ -130,12 +131,26 @@ def test_incomplete_items_wait_until_the_campaign_closes(
     assert (summary.complete_items, summary.incomplete_items, summary.changed) == (0, 6, 0)
     assert statuses(store) == {}
     with write_session(store) as session:
-        set_campaign_status(session, name="vote", status="closed")
+        closing = set_campaign_status(session, name="vote", status="closed")
         closed = aggregate_campaign(session, campaign="vote")
-    assert (closed.complete_items, closed.statuses) == (6, {"accepted": 6})
+    assert (closing.quota.below_quota, closing.quota.at_quota, closing.decide_below_quota) == (6, 0, False)
+    assert "6 are answered but below quota" in closing.message and "stay undecided" in closing.message
+    assert (closed.complete_items, closed.below_quota, closed.changed) == (0, 6, 0)
+    assert statuses(store) == {}  # one vote each decided nothing
+    with write_session(store) as session:
+        set_campaign_status(session, name="vote", status="open")
+        chosen = set_campaign_status(session, name="vote", status="closed", decide_below_quota=True)
+        decided = aggregate_campaign(session, campaign="vote")
+    assert chosen.decide_below_quota and "decided on the answers they have" in chosen.message
+    assert (decided.complete_items, decided.statuses) == (6, {"accepted": 6})
+    with read_session(store) as session:
+        rows = session.execute(select(ScenarioStatus)).scalars().all()
+        closes = session.execute(select(AuditLog).where(AuditLog.action == "campaign.closed")).scalars().all()
+    assert {(row.crowd_votes, row.crowd_agreement) for row in rows} == {(1, None)}  # one vote: no agreement
+    assert [entry.detail["decide_below_quota"] for entry in closes] == [False, True]
 
 
-def test_expert_majority_per_criterion_decides_and_outranks_the_crowd(
+def test_expert_majority_per_criterion_decides_where_the_crowd_was_split(
     store: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str
 ) -> None:
     crowd_vote(store, password_hash)
@@ -145,12 +160,12 @@ def test_expert_majority_per_criterion_decides_and_outranks_the_crowd(
     with write_session(store) as session:
         summaries = aggregate_all(session, actor="curator")
     assert [s.campaign for s in summaries] == ["vote", "vote-review"]
-    assert summaries[1].statuses == {"accepted": 1, "rejected": 1, "needs_revision": 1}
+    assert summaries[1].statuses == {"accepted": 1, "needs_revision": 1}
     found = statuses(store)
     assert found["dlg-3"] == ("accepted", "expert:vote-review")
-    assert found["iti-2"] == ("rejected", "expert:vote-review")
     assert found["iti-3"] == ("needs_revision", "expert:vote-review")
     assert found["dlg-1"] == ("accepted", "crowd:vote")
+    assert found["iti-2"] == ("accepted", "crowd:vote")  # not disputed, so not reviewed
     with write_session(store) as session:
         again = aggregate_all(session)
     assert [s.changed for s in again] == [0, 0]
@@ -307,7 +322,7 @@ def test_aggregate_reads_the_answers_off_the_write_lock_and_writes_what_one_sess
             holder.close()
     (summary,) = aggregate(store, campaign="vote", actor="curator")
     assert statuses(store) == CROWD_STATUSES
-    assert (summary.review_campaign, summary.review_items_opened, summary.changed) == ("vote-review", 3, 6 + 3)
+    assert (summary.review_campaign, summary.review_items_opened, summary.changed) == ("vote-review", 2, 6 + 2)
     again = aggregate(store, actor="admin")  # every campaign, the review campaign opened above included
     assert [(row.campaign, row.changed) for row in again] == [("vote", 0), ("vote-review", 0)]
     for person in (users["annotator"], users["researcher"]):

@@ -110,11 +110,11 @@ def test_curator_aggregates_decides_and_publishes(
     crowd_vote(store, password_hash)
     headers = token_headers(client, "curator")
     (summary,) = client.post("/v1/results/aggregate?campaign=vote", headers=headers).json()
-    assert summary["review_campaign"] == "vote-review" and summary["changed"] == 9
+    assert summary["review_campaign"] == "vote-review" and summary["changed"] == 8
     rerun = client.post("/v1/results/aggregate", headers=headers).json()
     assert [s["changed"] for s in rerun] == [0, 0]
     in_review = client.get("/v1/curation/scenarios?status=in_review&page_size=2", headers=headers).json()
-    assert in_review["total"] == 3 and [row["id"] for row in in_review["rows"]] == ["dlg-3", "iti-2"]
+    assert in_review["total"] == 2 and [row["id"] for row in in_review["rows"]] == ["dlg-3", "iti-3"]
     no_reason = client.post(
         "/v1/curation/scenarios/dlg-3/decision", headers=headers, json={"action": "accept", "reason": ""}
     )
@@ -125,11 +125,21 @@ def test_curator_aggregates_decides_and_publishes(
     assert accepted.status_code == 200 and accepted.json()["status"] == "accepted"
     detail = client.get("/v1/curation/scenarios/dlg-3", headers=headers).json()
     assert detail["campaigns"][0]["questions"]["verdict"]["counts"] == {"keep": 1, "discard": 1}
-    first = client.post("/v1/curation/versions", headers=headers, json={"name": "v1"})
+    preview = client.get("/v1/curation/publish-preview", headers=headers).json()
+    why = {row["scenario_id"]: (row["decided_by"], row["why"]) for row in preview["rows"]}
+    assert why["dlg-3"] == ("curator:curator", "curator: experts agree")
+    assert why["dlg-1"][0] == "crowd:vote" and why["dlg-1"][1].startswith("crowd: keep 2/2 → accepted")
+    assert preview["by_decider"] == {"curator": 1, "expert": 0, "crowd": 2}
+    stale = client.post("/v1/curation/versions", headers=headers, json={"name": "v0", "expected_hash": "0" * 64})
+    assert stale.status_code == 409 and stale.json()["detail"].startswith("preview:")
+    first = client.post(
+        "/v1/curation/versions", headers=headers, json={"name": "v1", "expected_hash": preview["content_hash"]}
+    )
     same = client.post("/v1/curation/versions", headers=headers, json={"name": "v1-again"})
     assert (first.status_code, same.status_code) == (201, 200) and same.json()["name"] == "v1"
+    assert first.json()["content_hash"] == preview["content_hash"]
     records = client.get("/v1/curation/versions/v1", headers=headers).json()
-    assert [record["id"] for record in records] == ["dlg-1", "dlg-3"]
+    assert [record["id"] for record in records] == ["dlg-1", "dlg-3", "iti-2"]
     assert client.get("/v1/curation/scenarios/nope", headers=headers).status_code == 404
 
 

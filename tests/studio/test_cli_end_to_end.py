@@ -73,7 +73,7 @@ def test_campaign_create_takes_a_schema_file_and_names_a_broken_one(
     by_name = h2h("campaign", "create", "mine", "--schema", "my_vote", "--db", db_url)
     assert by_name.exit_code == 2 and "give its YAML file, or --schemas-dir DIR" in by_name.output
     by_path = h2h("campaign", "create", "mine", "--schema", str(mine), "--people-per-item", "2", "--db", db_url)
-    assert by_path.exit_code == 0 and "created campaign mine (my_vote, 2 per item)" in by_path.output
+    assert by_path.exit_code == 0 and "created campaign mine (my_vote, 2 per item, queue: fill)" in by_path.output
     broken = folder / "broken.yaml"
     broken.write_text(crowd.replace("type: single_choice", "type: singel"), encoding="utf-8")
     from_folder = h2h(

@@ -42,9 +42,10 @@ def test_browse_scenarios_filters_and_pages(aggregated: Engine, users: dict[str,
         def browse(**filters: object) -> curation.Page:
             return curate.browse_scenarios(session, caller=researcher, **filters)
 
-        assert ids(browse(status="in_review")) == ["dlg-3", "iti-2", "iti-3"]
+        # iti-2's verdict agrees (keep 2/2); its subtask label ties, which the classification rule leaves alone.
+        assert ids(browse(status="in_review")) == ["dlg-3", "iti-3"]
         assert ids(browse(agreement_below=0.6)) == ["dlg-3", "iti-3"]
-        assert ids(browse(disagreement=True)) == ["dlg-3", "iti-2", "iti-3"]
+        assert ids(browse(disagreement=True)) == ["dlg-3", "iti-3"]
         assert ids(browse(subtask="itinerary_basic")) == ["iti-1", "iti-3"]
         assert ids(browse(status="pending")) == []
         first, second = browse(page_size=4), browse(page=2, page_size=4)
@@ -166,12 +167,12 @@ def test_published_versions_are_immutable_and_identical_content_returns_the_exis
         )
         curate.decide(session, caller=curator, scenario_id="dlg-2", action="accept", reason="fixed")
         first, created = curate.publish(session, caller=curator, name="v1")
-    assert created and first.n_scenarios == 2  # dlg-1 accepted by the crowd, dlg-2 by the curator
+    assert created and first.n_scenarios == 3  # dlg-1 and iti-2 accepted by the crowd's rule, dlg-2 by the curator
     with write_session(aggregated) as session:
         again, created_again = curate.publish(session, caller=curator, name="v1-copy")
         records = curate.dataset_version_records(session, caller=users["researcher"], version="v1")
     assert not created_again and again.id == first.id and again.name == "v1"
-    assert [r["id"] for r in records] == ["dlg-1", "dlg-2"]
+    assert [r["id"] for r in records] == ["dlg-1", "dlg-2", "iti-2"]
     assert records[1]["user_input"] == "I feel hopeless today."
     assert all(Scenario.model_validate(record) for record in records)
     with write_session(aggregated) as session:
@@ -179,9 +180,9 @@ def test_published_versions_are_immutable_and_identical_content_returns_the_exis
         with pytest.raises(Conflict, match="v1"):
             curate.publish(session, caller=curator, name="v1")
         second, _ = curate.publish(session, caller=curator, name="v2", note="with iti-3")
-    assert second.n_scenarios == 3 and second.content_hash != first.content_hash
+    assert second.n_scenarios == 4 and second.content_hash != first.content_hash
     with write_session(aggregated) as session:
-        assert len(curation.dataset_version_records(session, version="v1")) == 2
+        assert len(curation.dataset_version_records(session, version="v1")) == 3
         stored = session.execute(select(DatasetVersion).where(DatasetVersion.name == "v1")).scalars().one()
         stored.note = "rewritten"
         with pytest.raises(ImmutableVersionError):

@@ -69,7 +69,8 @@ def test_the_readme_walkthrough_runs(
         curate.decide(session, caller=users["curator"], scenario_id="dlg-2", action="accept", reason="checked")
         curate.decide(session, caller=users["curator"], scenario_id="dlg-1", action="reject", reason="leaks")
     published = h2h("publish", "--name", "v1", "--note", "first cut", "--db", db_url)
-    assert published.startswith("published v1: 1 scenarios (accepted 1, rejected 1, pending 4)")
+    assert published.startswith("1 scenario(s) would be published: 1 by a curator.\n  dlg-2\t")  # what, and why
+    assert "\npublished v1: 1 scenarios (accepted 1, rejected 1, pending 4)" in published
     out = tmp_path / "v1.jsonl"
     h2h("export", "dataset", "--version", "v1", "-o", str(out), "--db", db_url)
     assert [json.loads(line)["id"] for line in out.read_text(encoding="utf-8").splitlines()] == ["dlg-2"]

@@ -82,6 +82,14 @@ def test_prepare_demo_scores_flags_ingests_and_opens_a_campaign_per_workflow(pre
     }
     counts = table_counts(summary.database_url)
     assert counts["User"] == 3 + 2 + 3 and counts["ResponseRow"] == 18 and counts["Campaign"] == 6
+    engine = create_db_engine(summary.database_url)
+    try:
+        with read_session(engine) as session:
+            sized = {row.name: (row.people_per_item, row.assignment) for row in session.exec(select(Campaign)).all()}
+    finally:
+        engine.dispose()
+    # A handful of people trying the demo reach decided items and agreement figures: 5 votes, items filled first.
+    assert sized["demo-crowd_vote"] == (5, "fill") and sized["demo-expert_review"] == (3, "fill")
 
 
 def test_demo_accounts_can_sign_in_with_their_demo_password(prepared: tuple[Path, object]) -> None:

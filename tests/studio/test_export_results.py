@@ -113,10 +113,10 @@ def test_published_dataset_exports_load_with_hf_datasets_and_csv_is_formula_safe
     loaded = datasets.load_dataset(
         "json", data_files=str(tmp_path / "v1.jsonl"), split="train", cache_dir=str(tmp_path / "hf-cache")
     )
-    assert loaded.num_rows == version.n_scenarios == 1
+    assert loaded.num_rows == version.n_scenarios == 2  # dlg-1 (the curator's) and iti-2 (the crowd's rule)
     row = loaded[0]
     assert row["id"] == "dlg-1" and row["reference"] == FORMULA and row["history"][0]["content"] == "你好"
     with (tmp_path / "v1.csv").open(encoding="utf-8-sig", newline="") as handle:
-        (cells,) = list(csv.DictReader(handle))
+        cells, _iti2 = list(csv.DictReader(handle))
     assert cells["reference"] == "'" + FORMULA and json.loads(cells["history"])[1]["content"] == "你好呀"
-    assert read_table(tmp_path / "v1.parquet")["reference"].tolist() == [FORMULA]
+    assert read_table(tmp_path / "v1.parquet")["reference"].tolist()[0] == FORMULA

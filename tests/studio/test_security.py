@@ -252,6 +252,7 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
     ("GET", "/v1/curation/scenarios/{scenario_id}"): "staff",
     ("POST", "/v1/curation/scenarios/{scenario_id}/decision"): "staff",
     ("GET", "/v1/curation/versions"): "staff",
+    ("GET", "/v1/curation/publish-preview"): "staff",
     ("POST", "/v1/curation/versions"): "staff",
     ("GET", "/v1/curation/versions/{name}"): "staff",
     **{
@@ -268,6 +269,7 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
             ("GET", "campaigns"),
             ("GET", "targets"),
             ("POST", "campaigns"),
+            ("GET", "campaigns/{name}/quota"),
             ("POST", "campaigns/{name}/close"),
             ("POST", "campaigns/{name}/open"),
             ("PUT", "campaigns/{name}/roles"),

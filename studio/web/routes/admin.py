@@ -8,7 +8,7 @@ caller (``AdminPolicy``), so an annotator who calls these routes gets 403 and ch
 import shutil
 import tempfile
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, File, Form, Response, UploadFile, status
 from fastapi.responses import JSONResponse
@@ -16,9 +16,10 @@ from pydantic import BaseModel, Field
 
 from studio.ingest import IngestReport
 from studio.models import CampaignPublic, UserPublic
-from studio.services.campaigns import CampaignOverview, TargetChoices
+from studio.services.campaigns import CampaignOverview, CampaignStatusChange, TargetChoices
 from studio.services.curation import Page
 from studio.services.imports import UploadedFile
+from studio.services.progress import QuotaReport
 from studio.usecases import admin, imports
 from studio.usecases.admin import PasswordSet, UserRow
 from studio.web.deps import CallerDep, SettingsDep
@@ -59,6 +60,15 @@ class CampaignIn(BaseModel):
     flagged_only: bool = False
     #: Who may work on it (default: the workflow's eligible roles).
     roles: list[str] | None = None
+    #: The queue's order: ``fill`` (items closest to their quota first; the default) or ``spread``.
+    assignment: Literal["fill", "spread"] = "fill"
+
+
+class CloseIn(BaseModel):
+    """How to close a campaign: decide its items below quota on the answers they have (default: leave them
+    undecided)."""
+
+    decide_below_quota: bool = False
 
 
 class RolesIn(BaseModel):
@@ -174,15 +184,24 @@ def create_campaign(body: CampaignIn, caller: CallerDep) -> CampaignPublic:
         return admin.create_campaign(session, caller=user, **body.model_dump())
 
 
-@router.post("/campaigns/{name}/close", response_model=CampaignPublic)
-def close_campaign(name: str, caller: CallerDep) -> CampaignPublic:
-    """Close the campaign: no next items, answers or revisions."""
+@router.get("/campaigns/{name}/quota", response_model=QuotaReport)
+def campaign_quota(name: str, caller: CallerDep) -> QuotaReport:
+    """The campaign's items against their quota (what closing it now would leave below quota)."""
+    with caller.reading() as (session, user):
+        return admin.closing_preview(session, caller=user, name=name)
+
+
+@router.post("/campaigns/{name}/close", response_model=CampaignStatusChange)
+def close_campaign(name: str, caller: CallerDep, body: CloseIn | None = None) -> CampaignStatusChange:
+    """Close the campaign: no next items, answers or revisions. The answer says how many items are below quota and
+    what happens to them (undecided, unless ``decide_below_quota`` was sent true: recorded in the audit log)."""
+    below = body.decide_below_quota if body is not None else False
     with caller.writing() as (session, user):
-        return admin.set_campaign_status(session, caller=user, name=name, status="closed")
+        return admin.set_campaign_status(session, caller=user, name=name, status="closed", decide_below_quota=below)
 
 
-@router.post("/campaigns/{name}/open", response_model=CampaignPublic)
-def open_campaign(name: str, caller: CallerDep) -> CampaignPublic:
+@router.post("/campaigns/{name}/open", response_model=CampaignStatusChange)
+def open_campaign(name: str, caller: CallerDep) -> CampaignStatusChange:
     """Reopen the campaign."""
     with caller.writing() as (session, user):
         return admin.set_campaign_status(session, caller=user, name=name, status="open")

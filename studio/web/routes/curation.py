@@ -7,6 +7,7 @@ from fastapi import APIRouter, Response, status
 
 from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
 from studio.services.curation import Page
+from studio.services.publishing import PublishPreview
 from studio.usecases import curate
 from studio.web.deps import CallerDep
 from studio.web.schemas import DecisionIn, PublishIn
@@ -99,6 +100,13 @@ def versions(caller: CallerDep) -> list[DatasetVersionPublic]:
         return curate.dataset_versions(session, caller=user)
 
 
+@router.get("/publish-preview", response_model=PublishPreview)
+def publish_preview(caller: CallerDep, include_edits: bool = True) -> PublishPreview:
+    """What publishing now would publish: each scenario, who decided it and why, and the records' content hash."""
+    with caller.reading() as (session, user):
+        return curate.publish_preview(session, caller=user, include_edits=include_edits)
+
+
 @router.post(
     "/versions",
     response_model=DatasetVersionPublic,
@@ -106,10 +114,16 @@ def versions(caller: CallerDep) -> list[DatasetVersionPublic]:
     responses={200: {"model": DatasetVersionPublic, "description": "identical content: the existing"}},
 )
 def publish(body: PublishIn, caller: CallerDep, response: Response) -> DatasetVersionPublic:
-    """Publish the accepted scenarios as an immutable version (201), or name the identical one (200)."""
+    """Publish what ``GET /publish-preview`` shows as an immutable version (201), or name the identical one (200);
+    with ``expected_hash``, a 409 when the scenarios to publish changed since that preview."""
     with caller.writing() as (session, user):
         version, created = curate.publish(
-            session, caller=user, name=body.name, note=body.note, include_edits=body.include_edits
+            session,
+            caller=user,
+            name=body.name,
+            note=body.note,
+            include_edits=body.include_edits,
+            expected_hash=body.expected_hash,
         )
     if not created:
         response.status_code = status.HTTP_200_OK

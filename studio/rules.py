@@ -1,0 +1,150 @@
+"""How a workflow's answers become decisions: the ``aggregation`` part of a workflow YAML file, as pydantic models.
+
+Every rule is data in the workflow file and says what it does in words (:meth:`statement`): the Curate page, the
+Research page and the README show these sentences beside the decisions they make, so nothing is decided by a rule
+that is not stated where the decision is shown. The rules themselves run in :mod:`studio.results.aggregate` and
+:mod:`studio.results.decisions` (pure functions) and :mod:`studio.services.aggregation` (the store).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+#: A crowd verdict → the scenario's status (the built-in crowd vote's options).
+VERDICT_STATUS: dict[str, str] = {"keep": "accepted", "revise": "needs_revision", "discard": "rejected"}
+#: How an expert panel's outcome combines with the crowd's vote on the same scenario (``with_crowd``).
+WITH_CROWD_RULES: dict[str, str] = {
+    "agree_or_curator": (
+        "where the crowd decided the scenario (no tie) and the experts' outcome differs, neither stands: the "
+        "scenario waits for a curator; where they agree, or the crowd did not decide it, the experts' outcome stands"
+    ),
+    "experts_decide": "the experts' outcome replaces the crowd's",
+}
+
+
+class RuleModel(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Classification(RuleModel):
+    """A crowd question that classifies the scenario (the subtask it tests) and what its majority does."""
+
+    question: str
+    #: ``apply``: a value named by more than half of the votes becomes the published scenario's subtask (the ingested
+    #: one is kept and shown); ``flag``: it is shown to a curator, who applies it or not with one action.
+    action: Literal["apply", "flag"] = "flag"
+
+    def statement(self) -> str:
+        what = (
+            "becomes the published scenario's subtask (the ingested subtask is kept and shown)"
+            if self.action == "apply"
+            else "is flagged for a curator, who applies it with one action or leaves the subtask as it is"
+        )
+        return (
+            f"Classification ({self.question}): where more than half of an item's votes name one subtask and it "
+            f"differs from the scenario's, it {what}; without such a majority nothing changes."
+        )
+
+
+class MajorityRule(RuleModel):
+    """Majority per question; a tie (or agreement below ``min_agreement``) sends the item to ``on_tie``."""
+
+    rule: Literal["majority"]
+    on_tie: Literal["expert_review", "none"] = "none"
+    min_agreement: float | None = Field(default=None, ge=0, le=1)
+    classification: Classification | None = None
+
+    def statement(self) -> str:
+        low = f" or a winning share below {self.min_agreement:.0%}" if self.min_agreement else ""
+        then = "goes to expert review" if self.on_tie == "expert_review" else "is left for a curator (needs revision)"
+        verdicts = ", ".join(f"{verdict} → {status.replace('_', ' ')}" for verdict, status in VERDICT_STATUS.items())
+        text = (
+            f"Crowd decision: the most common answer among an item's votes; a tie{low} {then}. The verdict sets the "
+            f"scenario's status ({verdicts}). Agreement is the winning share of two or more votes; an item decided on "
+            "one vote (only where its campaign was closed with 'decide below quota') has none."
+        )
+        return text + (" " + self.classification.statement() if self.classification else "")
+
+
+class CriteriaRule(RuleModel):
+    """Majority per pass/fail criterion; ``criteria`` name the questions; the status follows; ``with_crowd`` says how
+    the panel's outcome combines with a crowd vote on the same scenario."""
+
+    rule: Literal["majority_per_criterion"]
+    criteria: list[str] = Field(min_length=1)
+    with_crowd: Literal["agree_or_curator", "experts_decide"] = "agree_or_curator"
+
+    def statement(self) -> str:
+        return (
+            "Expert review: a criterion passes when more experts pass than fail it; a majority fail on accuracy "
+            "rejects the scenario, every criterion passing accepts it, anything else needs revision. With a crowd "
+            f"vote ({self.with_crowd}): {WITH_CROWD_RULES[self.with_crowd]}."
+        )
+
+
+class MeanRule(RuleModel):
+    """Mean of ``score`` per item; optional nominal questions decided by majority (e.g. a violation)."""
+
+    rule: Literal["mean"]
+    score: str
+    majority_of: list[str] = Field(default_factory=list)
+    group_by: list[Literal["model", "variant", "instruction_kind", "subtask"]] = Field(default_factory=list)
+
+    def statement(self) -> str:
+        groups = f" per {', '.join(self.group_by)}" if self.group_by else " per item"
+        majority = f"; {', '.join(self.majority_of)} by majority of an item's answers" if self.majority_of else ""
+        return f"Mean of {self.score}{groups}{majority}. A table only: no scenario's status changes."
+
+
+class MedianRule(RuleModel):
+    """Median of ``score`` per item; with ``yields: J_human`` it becomes the item's human rubric score."""
+
+    rule: Literal["median"]
+    score: str
+    yields: Literal["J_human"] | None = None
+
+    def statement(self) -> str:
+        if self.yields == "J_human":
+            return (
+                f"The median of the experts' {self.score} is J_human; J_final = α·5S + (1−α)·J_human (α = 0.6) "
+                "replaces J in Table 2. An empty score is no score: it is refused, never stored as 0."
+            )
+        return f"The median of {self.score} per item. A table only."
+
+
+class PairwiseRule(RuleModel):
+    rule: Literal["pairwise_majority"]
+    choice: str
+    position_balanced: bool = True
+
+    def statement(self) -> str:
+        return (
+            f"Pairwise ({self.choice}): per pair of systems, the share of wins (a tie counts half) in each order "
+            "shown, averaged over the orders, so the position a reply was shown in cannot tip it. A table only."
+        )
+
+
+Aggregation = Annotated[MajorityRule | CriteriaRule | MeanRule | MedianRule | PairwiseRule, Field(discriminator="rule")]
+
+
+def aggregated_questions(aggregation: Aggregation) -> list[str]:
+    """The question ids a rule reads (each must be a question of the workflow)."""
+    if isinstance(aggregation, MajorityRule):
+        return [aggregation.classification.question] if aggregation.classification else []
+    if isinstance(aggregation, CriteriaRule):
+        return list(aggregation.criteria)
+    if isinstance(aggregation, MeanRule):
+        return [aggregation.score, *aggregation.majority_of]
+    if isinstance(aggregation, MedianRule):
+        return [aggregation.score]
+    return [aggregation.choice]
+
+
+#: When a campaign's item counts as decided (the same words on every page that shows a decision).
+QUOTA_RULE = (
+    "An item is decided once it has its campaign's quota of answers (complete_at). When a campaign is closed, its "
+    "items below quota stay undecided unless whoever closed it chose to decide them on the answers they have "
+    "(recorded in the audit log)."
+)

@@ -1,0 +1,191 @@
+"""The two aggregation rules that decide scenarios: the crowd's majority vote and the experts' review per criterion.
+
+Each writes its *side* of every decided scenario (:mod:`studio.services.scenario_status`); the status follows from
+both sides by the rules the workflows state (:mod:`studio.results.decisions`). Only the answers of decided items
+reach here (:func:`studio.results.aggregate.complete_answers`).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, Field
+from sqlalchemy import select
+from sqlmodel import Session, col
+
+from studio.models import Campaign, ScenarioRow
+from studio.results.aggregate import crowd_majority, expert_review_status
+from studio.results.decisions import CrowdSide, ExpertSide, agreement, label_action, strict_majority
+from studio.results.store_views import answers_by_question
+from studio.rules import CriteriaRule, MajorityRule
+from studio.schemas import SingleChoice, WorkflowSchema
+from studio.services.review import open_review_items
+from studio.services.scenario_status import write_sides
+
+
+def table_records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    """A result table as records with text column names (the summary's ``table``)."""
+    return [{str(name): value for name, value in row.items()} for row in frame.to_dict("records")]
+
+
+class AggregationSummary(BaseModel):
+    """What one aggregation run found and changed. ``changed`` counts rows written by this run; ``below_quota``
+    the answered items left undecided because they are short of their quota."""
+
+    campaign: str
+    workflow_type: str
+    rule: str
+    answers: int
+    complete_items: int
+    incomplete_items: int
+    below_quota: int = 0
+    changed: int = 0
+    review_campaign: str | None = None
+    review_items_opened: int = 0
+    statuses: dict[str, int] = Field(default_factory=dict)
+    labels: dict[str, int] = Field(default_factory=dict)
+    pending_adjudication: int | None = None
+    table: list[dict[str, Any]] = Field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Run:
+    """One aggregation run of a campaign: the store, the campaign and its schema, the answers of its decided items,
+    and the summary the rule's handler fills in."""
+
+    session: Session
+    campaign: Campaign
+    schema: WorkflowSchema
+    complete: pd.DataFrame
+    summary: AggregationSummary
+
+
+def scenario_of(answers: pd.DataFrame) -> dict[Any, str]:
+    pairs = answers.drop_duplicates("item")
+    return dict(zip(pairs["item"].tolist(), pairs["scenario_id"].tolist(), strict=True))
+
+
+def _counts(long: pd.DataFrame, question: str) -> dict[Any, dict[str, int]]:
+    """Votes per item and value of ``question`` (empty answers are no votes)."""
+    asked = long[(long["question"] == question) & long["value"].notna()]
+    asked = asked[asked["value"].astype(str).str.strip() != ""]
+    tally: dict[Any, dict[str, int]] = {}
+    sizes = asked.groupby(["item", "value"], sort=True).size()
+    for (item, value), count in zip(sizes.index.tolist(), sizes.tolist(), strict=True):
+        tally.setdefault(item, {})[str(value)] = int(count)
+    return tally
+
+
+def aggregate_majority(run: Run, rule: MajorityRule) -> None:
+    """Crowd vote: the first single-choice question's majority decides (a tie or low agreement on any voted question
+    but the classification sends the item to expert review); the classification question's strict majority is
+    applied or flagged (:class:`studio.rules.Classification`)."""
+    long = answers_by_question(run.complete, run.schema)
+    label_question = rule.classification.question if rule.classification else None
+    voted = set(long["question"])
+    choice_ids = [
+        q.id for q in run.schema.questions if isinstance(q, SingleChoice) and q.id in voted and q.id != label_question
+    ]
+    if not choice_ids:
+        return
+    min_share = rule.min_agreement if rule.min_agreement is not None else 0.0
+    per_question = [
+        crowd_majority(long.loc[long["question"] == q, ["item", "value"]], min_share=min_share) for q in choice_ids
+    ]
+    if run.campaign.target_kind != "scenario":
+        run.summary.table = table_records(per_question[0])
+        return
+    disputed = pd.concat([frame.set_index("item")["needs_expert_review"] for frame in per_question], axis=1)
+    disputed_items = disputed.fillna(False).astype(bool).any(axis=1).to_dict()
+    updates = _crowd_updates(run, rule, per_question[0], disputed_items, long, choice_ids[0])
+    run.summary.changed, statuses = write_sides(run.session, updates)
+    run.summary.statuses = dict(statuses)
+    run.summary.labels = dict(Counter(v["label_action"] for v in updates.values() if v["label_action"]))
+    to_review = sorted(sid for sid, values in updates.items() if values["crowd"]["disputed"])
+    if rule.on_tie == "expert_review" and to_review:
+        run.summary.review_campaign, run.summary.review_items_opened = open_review_items(
+            run.session, run.campaign, to_review
+        )
+        run.summary.changed += run.summary.review_items_opened
+
+
+def _subtasks(session: Session, scenario_ids: list[str]) -> dict[str, str]:
+    query = select(col(ScenarioRow.id), col(ScenarioRow.subtask)).where(col(ScenarioRow.id).in_(scenario_ids))
+    return {sid: subtask for sid, subtask in session.execute(query).all()}
+
+
+def _crowd_updates(
+    run: Run,
+    rule: MajorityRule,
+    primary: pd.DataFrame,
+    disputed: dict[Any, bool],
+    long: pd.DataFrame,
+    question: str,
+) -> dict[str, dict[str, Any]]:
+    """Each decided scenario's crowd side (and the columns the Curate list filters on)."""
+    classification = rule.classification
+    counts = _counts(long, question)
+    labels = _counts(long, classification.question) if classification else {}
+    scenario_ids = scenario_of(run.complete)
+    subtasks = _subtasks(run.session, sorted(set(scenario_ids.values()))) if classification else {}
+    updates: dict[str, dict[str, Any]] = {}
+    for row in primary.to_dict("records"):
+        item, decision = row["item"], row["decision"] if isinstance(row["decision"], str) else None
+        scenario_id = scenario_ids[item]
+        side = CrowdSide(
+            campaign=run.campaign.name,
+            question=question,
+            counts=counts.get(item, {}),
+            decision=decision,
+            disputed=bool(disputed.get(item, False)),
+            to_experts=rule.on_tie == "expert_review",
+            label_question=classification.question if classification else None,
+            label_counts=labels.get(item, {}),
+        )
+        label = strict_majority(side.label_counts) if classification else None
+        updates[scenario_id] = {
+            "crowd": side.to_store(),
+            "crowd_decision": decision,
+            "crowd_votes": int(row["votes"]),
+            "crowd_agreement": agreement(votes=int(row["votes"]), top_share=float(row["top_share"])),
+            "crowd_label": label,
+            "label_action": label_action(
+                label=label, current=subtasks.get(scenario_id, ""), action=classification.action
+            )
+            if classification
+            else None,
+        }
+    return updates
+
+
+def aggregate_criteria(run: Run, rule: CriteriaRule) -> None:
+    """Expert review: majority per criterion gives the panel's outcome (its side); the status follows both sides."""
+    complete = run.complete
+    rows = [
+        (item, reviewer, criterion, values[criterion])
+        for item, reviewer, values in zip(complete["item"], complete["annotator"], complete["values"], strict=True)
+        for criterion in rule.criteria
+        if values.get(criterion) not in (None, "")
+    ]
+    if not rows or run.campaign.target_kind != "scenario":
+        return
+    verdicts = expert_review_status(
+        pd.DataFrame(rows, columns=["item", "reviewer", "criterion", "passed"]), criteria=rule.criteria
+    )
+    reviewers = complete.groupby("item")["annotator"].nunique().to_dict()
+    scenario_ids = scenario_of(complete)
+    updates = {}
+    for row in verdicts.to_dict("records"):
+        side = ExpertSide(
+            campaign=run.campaign.name,
+            status=row["status"],
+            reviewers=int(reviewers[row["item"]]),
+            verdicts={criterion: row[criterion] for criterion in rule.criteria},
+            with_crowd=rule.with_crowd,
+        )
+        updates[scenario_ids[row["item"]]] = {"experts": side.to_store(), "expert_verdicts": side.verdicts}
+    run.summary.changed, statuses = write_sides(run.session, updates)
+    run.summary.statuses = dict(statuses)
