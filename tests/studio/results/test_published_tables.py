@@ -1,8 +1,9 @@
 """Table 3 and Fig. 7 have one definition: ``h2h aggregate``'s summary table and the research views (behind the UI,
 the REST API and ``h2h export``) give the same rows for the same campaign, counting only complete items (the
 schema's ``min_people_per_item``; every answered item once closed only where the closer chose to decide items below
-quota) — while some items still wait for their third rater and after the campaign closes. (The research views used to count every answer, so a response rated by one of
-three people was in the published Table 3 but not in the aggregation's.)"""
+quota) — while some items still wait for their third rater and after the campaign closes. (The research views used
+to count every answer, so a response rated by one of three people was in the published Table 3 but not in the
+aggregation's.)"""
 
 from __future__ import annotations
 
