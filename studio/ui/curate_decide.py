@@ -1,4 +1,5 @@
-"""The curator's decision panel: accept, edit-and-accept or reject the scenario the page shows.
+"""The curator's decision panel: accept, edit-and-accept or reject the scenario the page shows, or apply the crowd's
+subtask where the workflow's classification rule flagged it (the status stays as it is).
 
 The decision names the scenario on screen and the revision it was rendered at (the hidden ``#h2h-curate-shown``
 field, written with the scenario; see ``studio.usecases.curate.ShownScenario``): never the id typed in the "Scenario
@@ -69,7 +70,12 @@ class DecisionPanel:
         with gr.Group(elem_id="h2h-decision"):
             self.target = gr.HTML(render_message("Open a scenario to decide on it."), elem_id="h2h-decide-target")
             self.action = gr.Radio(
-                [("Accept", "accept"), ("Edit and accept", "edit"), ("Reject", "reject")],
+                [
+                    ("Accept", "accept"),
+                    ("Edit and accept", "edit"),
+                    ("Reject", "reject"),
+                    ("Apply the crowd's subtask (the status stays)", "relabel"),
+                ],
                 value="accept",
                 label="Decision (Edit and accept: the edited scenario is accepted in one step)",
                 elem_id="h2h-action",

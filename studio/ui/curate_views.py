@@ -20,6 +20,7 @@ from studio.services.curation import decisions_text
 from studio.services.curation_decisions import form_values
 from studio.services.rater import RaterAgreement
 from studio.ui.curate_responses import responses_html
+from studio.ui.decision_views import status_html
 from studio.ui.render import escape_text, render_item, render_persona
 from studio.ui.tables import (
     AGGREGATION_COLUMNS,
@@ -72,20 +73,6 @@ def _tally_rows(campaigns: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataF
     return (display_frame(tallies, TALLY_COLUMNS), pd.DataFrame.from_records(comments, columns=COMMENT_COLUMNS))
 
 
-def _status_html(detail: dict[str, Any]) -> str:
-    status = detail["status"] or {}
-    parts = [f"<b>Status:</b> {escape_text(status.get('status', 'pending'))}"]
-    if status.get("decided_by"):
-        parts.append(f"<b>decided by</b> {escape_text(status['decided_by'])}")
-    if status.get("reason"):
-        parts.append(f"<b>reason:</b> {escape_text(status['reason'])}")
-    if status.get("edits"):
-        parts.append(f"<b>edited fields:</b> {escape_text(', '.join(sorted(status['edits'])))}")
-    if detail["base_changed"]:
-        parts.append("<b>the ingested text changed under this edit</b>")
-    return '<div class="h2h-curate-status">' + " · ".join(parts) + "</div>"
-
-
 def _shown_tags(tags: Any) -> dict[str, Any]:
     if not isinstance(tags, dict):
         return {}
@@ -100,7 +87,7 @@ def scenario_view(scenario_id: str, detail: dict[str, Any], audit: Iterable[Audi
         scenario_id=scenario_id,
         item_html=render_item({**record, "tags": _shown_tags(record.get("tags"))}),
         persona_html=render_persona(record.get("persona")),
-        status_html=_status_html(detail),
+        status_html=status_html(detail),
         tallies=tallies,
         comments=comments,
         responses_html=responses_html(detail["responses"]),
