@@ -16,11 +16,11 @@ from pipeline.records import SUBTASKS
 from studio.models.curation import STATUSES
 from studio.ui import curate_views as views
 from studio.ui import tables
-from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors, writing
+from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.curate_aggregate import AggregationPanel
 from studio.ui.curate_detail import DetailPanel
+from studio.ui.curate_publish import PublishPanel
 from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, version_file
-from studio.ui.render import render_message
 from studio.ui.tables import table
 from studio.usecases import curate
 
@@ -35,6 +35,7 @@ class CurateTab:
         self.detail = DetailPanel(open_context)
         self.decision = self.detail.decision
         self.aggregation_panel = AggregationPanel(open_context)
+        self.publishing = PublishPanel(open_context)
 
     def build(self) -> None:
         """Create the tab's components inside the current ``gr.Blocks`` and wire their events."""
@@ -122,11 +123,7 @@ class CurateTab:
     def _build_versions(self) -> None:
         import gradio as gr
 
-        with gr.Row():
-            self.version_name = gr.Textbox(label="Version name", elem_id="h2h-version-name")
-            self.version_note = gr.Textbox(label="Note", elem_id="h2h-version-note")
-            self.publish = gr.Button("Publish accepted scenarios", variant="primary", elem_id="h2h-publish")
-        self.publish_message = gr.HTML(elem_id="h2h-publish-message", js_on_load=None)
+        self.publishing.build()
         self.versions_refresh = gr.Button("Refresh the list", elem_id="h2h-versions-refresh")
         self.versions = table("Published versions (newest first)", "h2h-versions", tables.VERSION_COLUMNS)
         with gr.Row():
@@ -176,13 +173,7 @@ class CurateTab:
 
     def _wire_versions(self) -> None:
         listing = [self.versions, self.download_version]
-        published = self.publish.click(
-            self._on_publish(),
-            inputs=[self.version_name, self.version_note],
-            outputs=[self.publish_message],
-            trigger_mode="once",
-            api_visibility="private",
-        )
+        published = self.publishing.wire()
         published.success(self._on_versions(), outputs=listing, api_visibility="private")
         self.versions_refresh.click(self._on_versions(), outputs=listing, api_visibility="private")
         self.prepare.click(
@@ -274,16 +265,6 @@ class CurateTab:
             return [shown.frame, shown.summary]
 
         return on_responses
-
-    def _on_publish(self) -> Any:
-        import gradio as gr
-
-        def on_publish(name: str | None, note: str | None, request: gr.Request) -> str:
-            with writing(self.open_context, request) as (session, caller):
-                version, created = curate.publish(session, caller=caller, name=name, note=note)
-            return render_message(views.publish_message(version, created), kind="done")
-
-        return on_publish
 
     def _versions_values(self, session: Any, caller: Any) -> list[Any]:
         import gradio as gr

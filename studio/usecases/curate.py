@@ -171,6 +171,12 @@ def decide_shown(
     return scenario, status
 
 
+def may_publish(session: Session, *, caller: UserPublic) -> None:
+    """``PermissionDenied`` unless the caller may publish (``session`` unused: one signature for all)."""
+    del session
+    authorize(caller, CurationPolicy.publish())
+
+
 def publish_preview(session: Session, *, caller: UserPublic, include_edits: bool = True) -> PublishPreview:
     """What publishing now would publish, and why each scenario is in (``studio.services.publishing``)."""
     authorize(caller, CurationPolicy.publish())

@@ -109,6 +109,11 @@ def test_publishing_records_what_was_accepted_edited_and_rejected(findings: Stud
     page.get_by_role("tab", name="Dataset versions").click()  # type: ignore[attr-defined]
     fill(page, "h2h-version-name", "curated-v1")
     page.click("#h2h-publish")  # type: ignore[attr-defined]
+    wait_for_text(page, "#h2h-publish-message", "Preview first")  # nothing is published unseen
+    page.click("#h2h-publish-preview")  # type: ignore[attr-defined]
+    wait_for_text(page, "#h2h-publish-message", "2 scenario(s) would be published: 2 by a curator.")
+    save_screenshot(page, "curate-publish-preview")
+    page.click("#h2h-publish")  # type: ignore[attr-defined]
     wait_for_text(page, "#h2h-publish-message", "Published curated-v1: 2 scenarios")
     wait_for_text(page, "#h2h-versions", "accepted 2 (1 of them edited), rejected 1, pending")
     save_screenshot(page, "curate-version-published")

@@ -180,6 +180,9 @@ def accept_publish_and_download(page: object, curation: Studio) -> None:
     page.get_by_role("tab", name="Dataset versions").click()  # type: ignore[attr-defined]
     fill(page, "h2h-version-name", "browser-v1")
     fill(page, "h2h-version-note", "from the browser test")
+    page.click("#h2h-publish-preview")  # type: ignore[attr-defined]
+    wait_for_text(page, "#h2h-publish-message", "1 scenario(s) would be published: 1 by a curator.")
+    wait_for_text(page, "#h2h-publish-rows", "b-dialogue-1")
     page.click("#h2h-publish")  # type: ignore[attr-defined]
     wait_for_text(page, "#h2h-publish-message", "Published browser-v1: 1 scenarios")
     wait_for_text(page, "#h2h-versions", "from the browser test")
@@ -221,7 +224,8 @@ def test_an_annotator_sees_neither_tab_and_is_refused_by_their_handlers(curation
         calls = [
             ("h2h-search", ["", "", "", "", "", "id", 25, 1]),
             ("h2h-open", ["b-dialogue-2"]),
-            ("h2h-publish", ["annotator-version", ""]),
+            ("h2h-publish-preview", []),
+            ("h2h-publish", ["annotator-version", "", "0" * 64]),
             ("h2h-versions-refresh", []),
             ("h2h-prepare-download", [None, "csv"]),
             ("h2h-aggregate", [None]),
