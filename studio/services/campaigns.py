@@ -263,9 +263,9 @@ def set_campaign_status(
     )
     session.flush()
     if status == "closed":
-        message = closing_words(name, report, decide_below_quota=campaign.decide_below_quota)
+        message = closing_words(report, decide_below_quota=campaign.decide_below_quota)
     else:
-        message = f"{name} is open: {report.at_quota} of {report.items} item(s) have their quota."
+        message = f"{report.at_quota} of {report.items} item(s) have their quota of {report.complete_at} answer(s)."
     public = CampaignPublic.model_validate(campaign).model_dump()
     return CampaignStatusChange(**public, quota=report, message=message)
 

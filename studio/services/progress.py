@@ -109,10 +109,10 @@ def quota_report(session: Session, campaign: Campaign) -> QuotaReport:
     )
 
 
-def closing_words(name: str, report: QuotaReport, *, decide_below_quota: bool) -> str:
-    """What closing ``name`` does to its items, in words (the same on the Admin page, the CLI and the REST API)."""
+def closing_words(report: QuotaReport, *, decide_below_quota: bool) -> str:
+    """What closing a campaign does to its items, in words (the same on the Admin page, the CLI and the REST API)."""
     text = (
-        f"{name}: {report.at_quota} of {report.items} item(s) have their quota of {report.complete_at} answer(s) and "
+        f"{report.at_quota} of {report.items} item(s) have their quota of {report.complete_at} answer(s) and "
         f"count as decided; {report.below_quota} are answered but below quota; {report.unanswered} have no answer."
     )
     if not report.below_quota:

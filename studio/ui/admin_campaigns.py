@@ -7,12 +7,17 @@ reopening, and saying which roles may work on it. Handlers call ``studio.usecase
 from typing import Any
 
 from studio.policies import ROLES
+from studio.services.campaigns import ASSIGNMENTS
 from studio.ui import admin_views as views
 from studio.ui.calls import OpenContext, reading, says_refusals, writing
 from studio.ui.tables import table
 from studio.usecases import admin
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
+
+
+def names(overviews: list[Any]) -> set[str]:
+    return {overview.name for overview in overviews}
 
 
 class CampaignsPanel:
@@ -48,6 +53,12 @@ class CampaignsPanel:
                 self.new_roles = gr.CheckboxGroup(
                     list(ROLES), label="Who may work on it (none ticked: the workflow's roles)", elem_id="h2h-new-roles"
                 )
+            self.assignment = gr.Radio(
+                [(f"{name}: {words}", name) for name, words in ASSIGNMENTS.items()],
+                value="fill",
+                label="Queue order",
+                elem_id="h2h-assignment",
+            )
             self.create = gr.Button("Create campaign", variant="primary", elem_id="h2h-create-campaign")
         with gr.Group():
             gr.Markdown("**Manage a campaign**")
@@ -55,6 +66,14 @@ class CampaignsPanel:
                 self.managed = gr.Dropdown([], label="Campaign", elem_id="h2h-managed-campaign")
                 self.close = gr.Button("Close", variant="stop", elem_id="h2h-close-campaign")
                 self.reopen = gr.Button("Reopen", elem_id="h2h-open-campaign")
+            # What closing now does to the items below quota, said before the admin closes (filled on choosing).
+            self.quota = gr.HTML(elem_id="h2h-closing-quota", js_on_load=None)
+            self.decide_below = gr.Checkbox(
+                label="When closing: decide the items below quota on the answers they have (recorded; "
+                "unticked, they stay undecided)",
+                value=False,
+                elem_id="h2h-decide-below-quota",
+            )
             with gr.Row():
                 self.assigned = gr.CheckboxGroup(list(ROLES), label="Who may work on it", elem_id="h2h-assign-roles")
                 self.assign = gr.Button("Save who may work on it", elem_id="h2h-assign")
@@ -74,13 +93,14 @@ class CampaignsPanel:
             self.high_risk,
             self.flagged,
             self.new_roles,
+            self.assignment,
         ]
         shown = [self.campaigns_message, *listed]
         self.create.click(self._on_create(), inputs=spec, outputs=shown, trigger_mode="once", **PRIVATE)
         for button, status in ((self.close, "closed"), (self.reopen, "open")):
-            button.click(self._on_status(status), inputs=[self.managed], outputs=shown, **PRIVATE)
+            button.click(self._on_status(status), inputs=[self.managed, self.decide_below], outputs=shown, **PRIVATE)
         self.assign.click(self._on_assign(), inputs=[self.managed, self.assigned], outputs=shown, **PRIVATE)
-        self.managed.change(self._on_managed(), inputs=[self.managed], outputs=[self.assigned], **PRIVATE)
+        self.managed.change(self._on_managed(), inputs=[self.managed], outputs=[self.assigned, self.quota], **PRIVATE)
 
     def values(self, session: Any, caller: Any, chosen: str | None = None) -> list[Any]:
         import gradio as gr
@@ -113,6 +133,7 @@ class CampaignsPanel:
             high_risk: bool,
             flagged: bool,
             roles: list[str] | None,
+            assignment: str | None,
             request: gr.Request,
         ) -> list[Any]:
             with writing(self.open_context, request) as (session, caller):
@@ -129,9 +150,13 @@ class CampaignsPanel:
                     high_risk_only=bool(high_risk),
                     flagged_only=bool(flagged),
                     roles=roles,
+                    assignment=assignment,
                 )
                 values = self.values(session, caller, created.name)
-            message = f"Created {created.name} ({created.schema_name}, {created.people_per_item} per item)."
+            message = (
+                f"Created {created.name} ({created.schema_name}, {created.people_per_item} per item, "
+                f"queue: {created.assignment})."
+            )
             return [views.message_html(message), *values]
 
         return on_create
@@ -140,11 +165,17 @@ class CampaignsPanel:
         import gradio as gr
 
         @says_refusals(3)
-        def on_status(name: str | None, request: gr.Request) -> list[Any]:
+        def on_status(name: str | None, decide_below: bool, request: gr.Request) -> list[Any]:
             with writing(self.open_context, request) as (session, caller):
-                changed = admin.set_campaign_status(session, caller=caller, name=name or "", status=status)
+                changed = admin.set_campaign_status(
+                    session,
+                    caller=caller,
+                    name=name or "",
+                    status=status,
+                    decide_below_quota=bool(decide_below) and status == "closed",
+                )
                 values = self.values(session, caller, changed.name)
-            return [views.message_html(f"{changed.name} is {changed.status}."), *values]
+            return [views.message_html(f"{changed.name} is {changed.status}. {changed.message}"), *values]
 
         return on_status
 
@@ -164,11 +195,13 @@ class CampaignsPanel:
     def _on_managed(self) -> Any:
         import gradio as gr
 
-        def on_managed(name: str | None, request: gr.Request) -> list[str]:
+        def on_managed(name: str | None, request: gr.Request) -> list[Any]:
             with reading(self.open_context, request) as (session, caller):
                 overviews = admin.campaign_overviews(session, caller=caller)
+                quota = admin.closing_preview(session, caller=caller, name=name) if name in names(overviews) else None
             roles = set(next((overview.eligible_roles for overview in overviews if overview.name == name), []))
-            return [role for role in ROLES if role in roles]
+            said = views.message_html(views.closing_preview(name or "", quota), kind="info") if quota else ""
+            return [[role for role in ROLES if role in roles], said]
 
         return on_managed
 

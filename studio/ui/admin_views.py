@@ -14,6 +14,7 @@ import pandas as pd
 
 from studio.services.campaigns import CampaignOverview
 from studio.services.curation import Page
+from studio.services.progress import QuotaReport
 from studio.ui.render import escape_text
 from studio.ui.tables import TablePage, display_frame, table_page
 from studio.usecases.admin import PasswordSet, UserRow
@@ -27,6 +28,8 @@ CAMPAIGN_COLUMNS: list[str] = [
     "status",
     "roles",
     "people_per_item",
+    "complete_at",
+    "queue",
     "items",
     "answers",
     "complete_items",
@@ -64,7 +67,8 @@ def audit_page(found: Page) -> TablePage:
 
 
 def campaigns_frame(overviews: Iterable[CampaignOverview]) -> pd.DataFrame:
-    """The campaigns table: workflow, status, roles that may work, people per item, progress, people who answered."""
+    """The campaigns table: workflow, status, roles that may work, people per item, the answers that complete an item
+    (the threshold "complete_items" counts by), the queue's order, progress, people who answered."""
     records: list[dict[str, Any]] = [
         {
             "name": overview.name,
@@ -72,6 +76,8 @@ def campaigns_frame(overviews: Iterable[CampaignOverview]) -> pd.DataFrame:
             "status": overview.status,
             "roles": ", ".join(overview.eligible_roles),
             "people_per_item": overview.people_per_item,
+            "complete_at": overview.complete_at,
+            "queue": overview.assignment,
             "items": overview.progress.get("items", 0),
             "answers": overview.progress.get("answers", 0),
             "complete_items": overview.progress.get("complete_items", 0),
@@ -80,6 +86,16 @@ def campaigns_frame(overviews: Iterable[CampaignOverview]) -> pd.DataFrame:
         for overview in overviews
     ]
     return display_frame(records, CAMPAIGN_COLUMNS) if records else pd.DataFrame(columns=CAMPAIGN_COLUMNS)
+
+
+def closing_preview(name: str, quota: QuotaReport) -> str:
+    """What closing ``name`` now would do to its items, said before the admin closes it."""
+    if not quota.below_quota:
+        return f"Closing {name} now: every answered item has its quota of {quota.complete_at}."
+    return (
+        f"Closing {name} now: {quota.below_quota} of {quota.items} item(s) are answered but below their quota of "
+        f"{quota.complete_at}. They stay undecided unless you tick 'decide the items below quota' before closing."
+    )
 
 
 def message_html(text: str, *, kind: str = "done") -> str:

@@ -196,9 +196,10 @@ def test_a_campaign_created_on_the_page_appears_with_its_progress(admin_studio: 
     choose(page, "h2h-subtasks", "dialogue_base")
     shot(page, "admin-admin-campaign-form")
     page.click("#h2h-create-campaign")
-    wait_for_text(page, "#h2h-campaigns-message", "Created browser-dialogue (crowd_vote, 2 per item)")
+    wait_for_text(page, "#h2h-campaigns-message", "Created browser-dialogue (crowd_vote, 2 per item, queue: fill)")
     row = wait_for_row(page, "h2h-campaigns", "browser-dialogue", 2, "open")
-    assert row == ["browser-dialogue", "crowd_vote", "open", "annotator", "2", "4", "0", "0", "0"]
+    # people per item, the answers that complete an item (the threshold used), the queue's order, then progress
+    assert row == ["browser-dialogue", "crowd_vote", "open", "annotator", "2", "2", "fill", "4", "0", "0", "0"]
 
     token = httpx.post(
         f"{admin_studio.base_url}/api/v1/login", json={"username": "annotator04", "password": PASSWORD}
@@ -209,13 +210,19 @@ def test_a_campaign_created_on_the_page_appears_with_its_progress(admin_studio: 
         body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": uuid.uuid4().hex}
         assert api.post("/campaigns/browser-dialogue/answers", json={**body, "answers": answer}).status_code == 201
     page.click("#h2h-campaigns-refresh")
-    assert wait_for_row(page, "h2h-campaigns", "browser-dialogue", 6, "1")[5:] == ["4", "1", "0", "1"]
+    assert wait_for_row(page, "h2h-campaigns", "browser-dialogue", 8, "1")[7:] == ["4", "1", "0", "1"]
 
     choose(page, "h2h-managed-campaign", "browser-dialogue")
+    # Before closing, the page says what closing does to the item with one vote of its two (issue 16 item 5).
+    wait_for_text(page, "#h2h-closing-quota", "1 of 4 item(s) are answered but below their quota of 2")
+    shot(page, "admin-admin-closing-preview")
     page.click("#h2h-close-campaign")
     wait_for_text(page, "#h2h-campaigns-message", "browser-dialogue is closed")
+    wait_for_text(page, "#h2h-campaigns-message", "The 1 below quota stay undecided")
     wait_for_row(page, "h2h-campaigns", "browser-dialogue", 2, "closed")
     shot(page, "admin-admin-campaigns-progress")
+    [closed] = read_store(admin_studio, select(AuditLog).where(AuditLog.action == "campaign.closed"))
+    assert (closed.detail["decide_below_quota"], closed.detail["below_quota"]) == (False, 1)
 
 
 BAD_LINES = "\n".join(
@@ -273,9 +280,9 @@ ADMIN_EVENTS = [
     ("h2h-campaigns-refresh", "click", []),
     # The pickers' choices are filled per session for admins only; values outside them Gradio refuses by itself,
     # so these send none — the handlers refuse the caller before they look at any value.
-    ("h2h-create-campaign", "click", ["crafted", None, 1, [], [], [], [], False, False, ["annotator"]]),
-    ("h2h-close-campaign", "click", [None]),
-    ("h2h-open-campaign", "click", [None]),
+    ("h2h-create-campaign", "click", ["crafted", None, 1, [], [], [], [], False, False, ["annotator"], "fill"]),
+    ("h2h-close-campaign", "click", [None, True]),
+    ("h2h-open-campaign", "click", [None, False]),
     ("h2h-assign", "click", [None, ["annotator"]]),
     ("h2h-managed-campaign", "change", [None]),
     ("h2h-import-confirm", "click", [None]),

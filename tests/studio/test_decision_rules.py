@@ -75,7 +75,7 @@ def test_closing_a_20_per_item_campaign_early_decides_nothing_on_single_votes(ma
         closing = set_campaign_status(session, name="crowd", status="closed", actor="admin")
         summary = aggregate_campaign(session, campaign="crowd")
     assert closing.message == (
-        "crowd: 0 of 61 item(s) have their quota of 20 answer(s) and count as decided; 61 are answered but below "
+        "0 of 61 item(s) have their quota of 20 answer(s) and count as decided; 61 are answered but below "
         "quota; 0 have no answer. The 61 below quota stay undecided (aggregation leaves them out)."
     )
     assert (summary.complete_items, summary.below_quota, summary.changed, summary.statuses) == (0, 61, 0, {})
