@@ -1,26 +1,34 @@
-"""Storing answers: one per (item, person), idempotent per ``submission_id``, revisable while open."""
+"""Storing answers: one per (item, person), idempotent per ``submission_id``, revisable while open (revising and
+reading one's own answers: :mod:`studio.services.answers_mine`, named here too)."""
 
 from __future__ import annotations
 
-import math
 from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col
+from sqlmodel import Session
 
 from studio.db import lock_campaign, lock_item
-from studio.models import Answer, AnswerPublic, AnswerRevision, Lease, UserPublic, utc_now
-from studio.schemas import AnswerValidationError, FreeText, Pairwise, WorkflowSchema
-from studio.services.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from studio.models import AnswerPublic, UserPublic, utc_now
+from studio.services.answer_values import DEFAULT_MAX_SECONDS, clean_values, client_seconds
+
+# A person's own answers (revise, read, as shown) live in studio.services.answers_mine; named here too, where the
+# studio's callers have always found them.
+from studio.services.answers_mine import (
+    ReviseResult,
+    has_seen_item,
+    my_answer,
+    my_answers,
+    revise_answer,
+    values_as_shown,
+)
+from studio.services.errors import Conflict, InvalidInput
 from studio.services.queue import (
     campaign_item,
     campaign_state,
-    open_campaign,
     own_lease,
-    pair_order,
     require_open,
 )
 from studio.services.queue_rows import (
@@ -34,9 +42,21 @@ from studio.services.queue_rows import (
 )
 from studio.services.text import is_unicode, require_unicode
 
-DEFAULT_MAX_SECONDS = 3600.0
-#: A client may report a little more time than the server measured (clock skew, page load).
-CLIENT_SECONDS_GRACE = 5.0
+__all__ = [
+    "DEFAULT_MAX_SECONDS",
+    "ReviseResult",
+    "SubmitResult",
+    "answer_by_submission_id",
+    "has_seen_item",
+    "my_answer",
+    "my_answers",
+    "retried_submission",
+    "revise_answer",
+    "stored_submission",
+    "submit_answer",
+    "values_as_shown",
+]
+
 MAX_SUBMISSION_ID = 128
 #: A submit whose lease expires within this margin takes the campaign's queue lock before deciding (PostgreSQL): a
 #: ``next`` that sees the lease expired while the submit's transaction runs could otherwise hand its slot on.
@@ -46,53 +66,6 @@ LEASE_EXPIRY_MARGIN = timedelta(seconds=60)
 class SubmitResult(BaseModel):
     created: bool
     answer: AnswerPublic
-
-
-def _check_text_lengths(schema: WorkflowSchema, answers: dict[str, Any], max_text_chars: int | None) -> None:
-    """``InvalidInput`` when a free-text answer is longer than the studio's limit (``H2H_MAX_TEXT_CHARS``).
-
-    The schema's own ``max_length`` applies too; the stricter of the two wins.
-    """
-    if max_text_chars is None:
-        return
-    for question in schema.questions:
-        value = answers.get(question.id)
-        if isinstance(question, FreeText) and isinstance(value, str) and len(value) > max_text_chars:
-            raise InvalidInput(
-                f"answers.{question.id}: text is {len(value)} characters; the studio's limit is {max_text_chars}"
-            )
-
-
-def _clean_values(
-    schema: WorkflowSchema,
-    campaign: CampaignState,
-    user: UserPublic,
-    item: Any,
-    answers: Any,
-    max_text_chars: int | None = None,
-) -> dict[str, Any]:
-    """Validate against the schema (and the studio's text limit); translate pairwise "A"/"B" to response ids."""
-    try:
-        clean = schema.validate_answers(answers)
-    except AnswerValidationError as error:
-        raise InvalidInput(f"answers.{error.question_id}: {error.problem}") from None
-    _check_text_lengths(schema, clean, max_text_chars)
-    for question in schema.questions:
-        if isinstance(question, Pairwise) and clean.get(question.id) in ("A", "B"):
-            shown_a, shown_b = pair_order(campaign, user.id, item)
-            clean[question.id] = shown_a if clean[question.id] == "A" else shown_b
-    return clean
-
-
-def _client_seconds(value: float | None, server_seconds: float | None, cap: float) -> float | None:
-    """Sanity-check the client's seconds: finite and non-negative, no more than measured (+grace), capped."""
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
-        raise InvalidInput(f"seconds_spent: expected a non-negative number, got {value!r}")
-    if server_seconds is not None:
-        value = min(value, server_seconds + CLIENT_SECONDS_GRACE)
-    return float(min(value, cap))
 
 
 def _own_submission(stored: AnswerPublic, user: UserPublic, item_id: int) -> AnswerPublic:
@@ -156,11 +129,11 @@ def _checked_request(
 ) -> tuple[CampaignState, Any, dict[str, Any]]:
     """Every check of a submit that only reads: text, seconds, campaign open, item and the answer values."""
     _check_request_text(submission_id, lease_id, answers)
-    _client_seconds(seconds_spent, None, max_seconds_spent)  # refuse a bad value before taking the lock
+    client_seconds(seconds_spent, None, max_seconds_spent)  # refuse a bad value before taking the lock
     found = campaign_state(session, campaign)
     require_open(found)
     item = campaign_item(session, found, item_id)
-    return found, item, _clean_values(found.schema, found, user, item, answers, max_text_chars)
+    return found, item, clean_values(found.schema, found, user, item, answers, max_text_chars)
 
 
 def submit_answer(
@@ -224,7 +197,7 @@ def submit_answer(
         user_id=user.id,
         values=values,
         submission_id=submission_id,
-        seconds_spent=_client_seconds(seconds_spent, server_seconds, max_seconds_spent),
+        seconds_spent=client_seconds(seconds_spent, server_seconds, max_seconds_spent),
         server_seconds=min(server_seconds, max_seconds_spent),
         created_at=now,
         updated_at=now,
@@ -307,103 +280,3 @@ def stored_submission(
         max_seconds_spent=max_seconds_spent,
         max_text_chars=max_text_chars,
     )
-
-
-def revise_answer(
-    session: Session,
-    *,
-    campaign: str,
-    user: UserPublic,
-    item_id: int,
-    answers: dict[str, Any],
-    seconds_spent: float | None = None,
-    max_seconds_spent: float = DEFAULT_MAX_SECONDS,
-    max_text_chars: int | None = None,
-    now: datetime | None = None,
-) -> AnswerPublic:
-    """Replace the person's own answer while the campaign is open; the old values go to AnswerRevision."""
-    now = now or utc_now()
-    require_unicode(answers, "answers")
-    found = open_campaign(session, campaign)
-    schema = found.schema
-    if not schema.allow_revision:
-        raise PermissionDenied(f"campaign: {found.name!r} does not allow revising answers")
-    item = campaign_item(session, found, item_id)
-    answer = (
-        session.execute(select(Answer).where(col(Answer.item_id) == item_id, col(Answer.user_id) == user.id))
-        .scalars()
-        .first()
-    )
-    if answer is None:
-        raise NotFound(f"item_id: you have no answer to item {item_id} to revise")
-    values = _clean_values(schema, found, user, item, answers, max_text_chars)
-    session.add(
-        AnswerRevision(
-            answer_id=answer.id,
-            revision=answer.revision,
-            values=answer.values,
-            seconds_spent=answer.seconds_spent,
-            replaced_at=now,
-        )
-    )
-    answer.values = values
-    answer.revision += 1
-    answer.updated_at = now
-    extra = _client_seconds(seconds_spent, None, max_seconds_spent)
-    if extra is not None:
-        answer.seconds_spent = min((answer.seconds_spent or 0.0) + extra, max_seconds_spent)
-    session.flush()
-    return AnswerPublic.model_validate(answer)
-
-
-def my_answer(session: Session, *, campaign: str, user: UserPublic, item_id: int) -> AnswerPublic:
-    """The caller's own answer to an item (for editing); ``NotFound`` when there is none."""
-    found = campaign_state(session, campaign)
-    answer = (
-        session.execute(
-            select(Answer).where(
-                col(Answer.campaign_id) == found.id, col(Answer.item_id) == item_id, col(Answer.user_id) == user.id
-            )
-        )
-        .scalars()
-        .first()
-    )
-    if answer is None:
-        raise NotFound(f"item_id: you have no answer to item {item_id}")
-    return AnswerPublic.model_validate(answer)
-
-
-def my_answers(session: Session, *, campaign: str, user: UserPublic) -> list[AnswerPublic]:
-    """The person's answers in the campaign, the latest changed first."""
-    found = campaign_state(session, campaign)
-    rows = session.execute(
-        select(Answer)
-        .where(col(Answer.campaign_id) == found.id, col(Answer.user_id) == user.id)
-        .order_by(col(Answer.updated_at).desc(), col(Answer.id).desc())
-    ).scalars()
-    return [AnswerPublic.model_validate(row) for row in rows]
-
-
-def has_seen_item(session: Session, *, campaign: CampaignState, user: UserPublic, item_id: int) -> bool:
-    """Whether the item was ever handed to the person (a lease of theirs on it, live or not): the items whose
-    content they may read again (whole texts, their own answers)."""
-    query = select(func.count(col(Lease.id))).where(
-        col(Lease.campaign_id) == campaign.id, col(Lease.user_id) == user.id, col(Lease.item_id) == item_id
-    )
-    return int(session.execute(query).scalar_one()) > 0
-
-
-def values_as_shown(session: Session, *, campaign: str, user: UserPublic, answer: AnswerPublic) -> dict[str, Any]:
-    """The answer's values as this person gave them: stored response ids of pairwise choices back to "A"/"B"."""
-    found = campaign_state(session, campaign)
-    schema = found.schema
-    shown = dict(answer.values)
-    pairwise = [question.id for question in schema.questions if isinstance(question, Pairwise)]
-    if not pairwise:
-        return shown
-    item = campaign_item(session, found, answer.item_id)
-    shown_a, shown_b = pair_order(found, user.id, item)
-    for question_id in pairwise:
-        value = shown.get(question_id)
-        shown[question_id] = "A" if value == shown_a else "B" if value == shown_b else value
-    return shown

@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any
 
 from studio.schemas import WorkflowSchema
+from studio.services.answers_mine import NOTHING_CHANGED
 from studio.services.errors import Conflict, InvalidInput, ServiceError
 from studio.ui.annotate_conditions import conditions_html
 from studio.ui.annotate_form import FormParts
@@ -37,10 +38,11 @@ NO_FORM_YET = (
     "Ask an administrator to restart the studio."
 )
 SHORTCUTS_HELP = (
-    "**Keyboard:** digits choose an option of the question you are on (or the first unanswered one): "
-    "**1–9**, and for options 10 and up type both digits quickly (**1** then **0**). In a multiple-choice question "
-    "digits tick and untick. **Tab** moves between questions, **Enter** submits, **S** skips "
-    "(not while typing in a text box)."
+    "**Keyboard:** digits choose the option with that number (**1–9**; for options 10 and up type both digits "
+    "quickly, **1** then **0**) in the question you are on, else in the first unanswered one; a multiple-choice "
+    "question takes several digits in a row (each ticks or unticks). Once every question is answered (revising an "
+    "answer), digits go to the question the last digit went to, else to the first one. **Tab** moves between "
+    "questions, **Enter** submits (in a number box too), **S** skips (not while typing in a text box)."
 )
 #: A submit refused because its lease no longer holds the item (skipped or answered meanwhile, or expired and handed
 #: on): the page moves on to the rater's next item and says so.
@@ -277,13 +279,15 @@ class AnnotateTab:
         message = summary_of(parts.schema, problems)
         return self.error_values(message, form=parts.key) + parts.values(values, problems, keep=True)
 
-    def _store(self, parts: FormParts, shown: ShownItem, values: list[Any], request: Any) -> Offer:
-        """Submit (or, for an answer opened to revise, revise) the form's answers, then the caller's next item."""
+    def _store(self, parts: FormParts, shown: ShownItem, values: list[Any], request: Any) -> tuple[Offer, str]:
+        """Submit (or, for an answer opened to revise, revise) the form's answers, then the caller's next item; and
+        the note saying what was stored ("Saved.", or for a revision that changes nothing, that nothing was)."""
         answers = answers_from_form(parts.schema, values)
+        notes = ["Saved."]
 
         def store(session: Any, caller: Any) -> None:
             if shown.revising:
-                annotate.revise(
+                revised = annotate.revise(
                     session,
                     caller=caller,
                     campaign=shown.campaign,
@@ -292,6 +296,7 @@ class AnnotateTab:
                     seconds_spent=shown.seconds_on_screen(),
                     limits=self.limits,
                 )
+                notes.append("Saved your revised answer." if revised.changed else NOTHING_CHANGED)
                 return
             submission = Submission(
                 item_id=shown.item_id,
@@ -302,7 +307,7 @@ class AnnotateTab:
             )
             annotate.submit(session, caller=caller, campaign=shown.campaign, submission=submission, limits=self.limits)
 
-        return self.offer(shown.campaign, request, store)
+        return self.offer(shown.campaign, request, store), notes[-1]
 
     def _submit_handler(self, parts: FormParts) -> Callable[..., list[Any]]:
         import gradio as gr
@@ -329,7 +334,7 @@ class AnnotateTab:
         if problems:
             return self._refused(parts, values, problems), None
         try:
-            offer = self._store(parts, shown, values, request)
+            offer, note = self._store(parts, shown, values, request)
         except Conflict as error:  # nothing was stored: move on to the rater's next item, saying why
             return self._moved_on(shown.campaign, NOT_SAVED.format(error), request, parts.key) + parts.reset(), None
         except InvalidInput as error:  # a limit only the server knows (the studio's text limit)
@@ -339,7 +344,6 @@ class AnnotateTab:
             return self.error_values(error, form=parts.key) + kept, None
         except ServiceError as error:
             return self.error_values(error, form=parts.key) + kept, None
-        note = "Saved your revised answer." if shown.revising else "Saved."
         values = self.panel_values(panel_of(shown.campaign, offer, note=note)) + parts.reset()
         return values, shown.campaign if shown.revising else None
 

@@ -19,7 +19,7 @@ from studio.policies import AccountPolicy, CampaignPolicy, authorize, is_allowed
 from studio.schemas import WorkflowSchema
 from studio.services import answers, campaigns, content, queue
 from studio.services import progress as progress_service
-from studio.services.answers import DEFAULT_MAX_SECONDS, SubmitResult
+from studio.services.answers import DEFAULT_MAX_SECONDS, ReviseResult, SubmitResult
 from studio.services.campaigns import CampaignSummary
 from studio.services.errors import NotFound
 from studio.services.queue import DEFAULT_LEASE_SECONDS, ItemView
@@ -158,8 +158,9 @@ def revise(
     values: dict[str, Any],
     seconds_spent: float | None,
     limits: AnswerLimits,
-) -> AnswerPublic:
-    """Replace the caller's own answer to an item while the campaign is open and its schema allows revising."""
+) -> ReviseResult:
+    """Replace the caller's own answer to an item while the campaign is open and its schema allows revising; values
+    equal to the stored ones store nothing (``changed`` False, see :mod:`studio.services.answers_mine`)."""
     _answerable(session, caller, campaign)
     return answers.revise_answer(
         session,

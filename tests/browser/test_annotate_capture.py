@@ -50,3 +50,44 @@ def test_an_empty_score_is_refused_under_it_and_nothing_is_stored(site: Studio, 
     wait_for_message(page, "Saved.")
     settled(page)
     save_screenshot(page, "annotate-expert-typed-zero-saved")
+
+
+def open_to_revise(page: Any, item_id: int) -> None:
+    """Open one's answer to ``item_id`` from "Go back" (the list read anew)."""
+    if not page.locator("#h2h-mine-load").is_visible():
+        page.get_by_text("Go back: revise one of your earlier answers").click()
+    page.locator("#h2h-mine-load").click()
+    page.wait_for_function("() => document.querySelector('#h2h-message').innerText.includes('listed')")
+    page.click("#h2h-mine input")
+    page.get_by_role("option", name=f"Item {item_id} “").first.click()
+    wait_for_message(page, "Revising")
+    settled(page)
+
+
+def test_a_revision_that_changes_nothing_is_not_stored_and_digits_work_while_revising(site: Studio, page: Any) -> None:
+    """Issue 16 item 3: submitting an opened answer unchanged said "Saved your revised answer." and counted a
+    revision; and once every question was answered, digits did nothing."""
+    sign_in(page, site, "pa06")
+    choose_campaign(page, "page-vote")
+    question(page, "verdict").get_by_text("Keep", exact=True).click()
+    question(page, "subtask_label").get_by_text("Dialogue — everyday chat", exact=True).click()
+    page.locator(f"{FORM} .h2h-submit").click()
+    [answer] = wait_for_answers(site, "pa06", "page-vote", 1)
+    wait_for_message(page, "Saved.")
+    open_to_revise(page, answer.item_id)
+    page.keyboard.press("Enter")  # nothing changed
+    wait_for_message(page, "Nothing changed: your answer is as it was.")
+    settled(page)
+    save_screenshot(page, "annotate-annotator-revise-nothing-changed")
+    [kept] = stored(site, "pa06", "page-vote")
+    assert (kept.revision, kept.values, kept.updated_at) == (0, answer.values, answer.updated_at)
+    open_to_revise(page, answer.item_id)
+    page.keyboard.press("3")  # every question answered: the digit goes to the first question (3 = discard)
+    page.wait_for_function("() => document.querySelector(`.h2h-form input[value=discard]`)?.checked")
+    page.keyboard.press("2")  # ... and the next one to the question the last digit went to (2 = revise)
+    page.wait_for_function("() => document.querySelector(`.h2h-form input[value=revise]`)?.checked")
+    save_screenshot(page, "annotate-annotator-revise-by-keys")
+    page.keyboard.press("Enter")
+    wait_for_message(page, "Saved your revised answer.")
+    [revised] = stored(site, "pa06", "page-vote")
+    assert revised.revision == 1 and revised.values == {"verdict": "revise", "subtask_label": "dialogue_base"}

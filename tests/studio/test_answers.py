@@ -221,7 +221,7 @@ def test_revision_keeps_history_and_closing_the_campaign_stops_revisions(
             user=person,
             item_id=view.item_id,
             answers={"verdict": "discard", "subtask_label": "dialogue_emotion"},
-        )
+        ).answer
     assert revised.revision == 1 and revised.values["verdict"] == "discard"
     with read_session(corpus) as session:
         history = session.execute(select(AnswerRevision)).scalars().all()

@@ -165,3 +165,46 @@ def test_h2h_max_text_chars_caps_free_text_answers_on_submit_and_revise(
         )
         assert revised.status_code == 422 and revised.json()["detail"].startswith("answers.comment: text is 51")
         assert client.get(f"/campaigns/vote/answers/{item['item_id']}").json()["values"]["comment"] == "字" * 50
+
+
+def test_a_revision_that_changes_nothing_is_said_and_stores_nothing(base_url: str) -> None:
+    """Issue 16 item 3: the same answer sent again was stored as a revision ("revised 1×", a history row)."""
+    with client_for(base_url, "annotator") as client:
+        item = client.get("/campaigns/vote/next").json()
+        body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": "s-1", "answers": VOTE}
+        assert client.post("/campaigns/vote/answers", json=body).status_code == 201
+        path = f"/campaigns/vote/answers/{item['item_id']}"
+        same = client.put(path, json={"answers": dict(reversed(VOTE.items())), "seconds_spent": 3})
+        assert same.status_code == 200, same.text
+        assert same.json()["changed"] is False and same.json()["revision"] == 0
+        assert same.json()["message"] == "Nothing changed: your answer is as it was."
+        assert client.get(path).json()["revision"] == 0
+        changed = client.put(path, json={"answers": VOTE | {"verdict": "discard"}}).json()
+        assert changed["changed"] is True and changed["revision"] == 1
+        assert changed["message"] == "Saved your revised answer."
+
+
+def test_a_missing_required_number_is_refused_naming_the_question(base_url: str, corpus: Engine) -> None:
+    """Issue 16 item 1 on the REST API: an adjudication without its rubric score is refused 422 naming the question
+    (a null or empty score too), never stored as 0; a score of 0 sent as such is an answer."""
+    from studio.db import write_session
+    from studio.schemas import TargetFilter, load_schemas
+    from studio.services.campaigns import create_campaign
+
+    adjudication = load_schemas()["adjudication"].model_copy(update={"target_filter": TargetFilter()})
+    with write_session(corpus) as session:
+        create_campaign(session, name="adjudicate", schema=adjudication, people_per_item=1, actor="admin")
+    with client_for(base_url, "expert") as client:
+        item = client.get("/campaigns/adjudicate/next").json()
+        body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": "a-1"}
+        for answers in (
+            {"note": "Only a note."},
+            {"rubric_score": None, "note": "x"},
+            {"rubric_score": "", "note": "x"},
+        ):
+            refused = client.post("/campaigns/adjudicate/answers", json=body | {"answers": answers})
+            assert refused.status_code == 422, refused.text
+            assert refused.json()["detail"] == "answers.rubric_score: an answer is required"
+        assert client.get("/me/progress", params={"campaign": "adjudicate"}).json()["mine"]["answers"] == 0
+        zero = client.post("/campaigns/adjudicate/answers", json=body | {"answers": {"rubric_score": 0, "note": "x"}})
+        assert zero.status_code == 201 and zero.json()["values"] == {"rubric_score": 0.0, "note": "x"}

@@ -291,3 +291,12 @@ def test_an_answer_opened_from_go_back_is_revised_not_answered_again(engine: Eng
     [(label, value)] = revised[-1].choices  # the "go back" list, read anew: the revised answer in it
     assert value == str(answered) and "revised 1×" in label and label.endswith("Keep · Dialogue — everyday chat")
     assert answers_of(engine, "annotator06") == [(answered, {"verdict": "keep", "subtask_label": "dialogue_base"})]
+    # Issue 16 item 3: submitting it again unchanged stores nothing and says so (it was "Saved your revised answer."
+    # and revised 2×).
+    reopened = tab.revise.open_handler()("test-crowd_vote", str(answered), token)
+    same = submit(tab, token, reopened[0], {"verdict": "keep", "subtask_label": "dialogue_base"})
+    assert "Nothing changed: your answer is as it was." in same[4] and "Saved" not in same[4]
+    with read_session(engine) as session:
+        mine = select(Answer.revision).join(User, User.id == Answer.user_id)
+        revisions = session.exec(mine.where(User.username == "annotator06", Answer.item_id == answered)).all()
+    assert list(revisions) == [1]

@@ -10,6 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response, status
 
+from studio.services.answers_mine import NOTHING_CHANGED
 from studio.services.campaigns import CampaignSummary
 from studio.services.queue import ItemView
 from studio.usecases import annotate
@@ -75,11 +76,20 @@ def submit(name: str, body: AnswerIn, caller: CallerDep, limits: LimitsDep) -> R
     return json_model(AnswerOut.of(result.answer, shown), code)
 
 
-@router.put("/campaigns/{name}/answers/{item_id}", response_model=AnswerOut, tags=["answers"])
+class RevisedOut(AnswerOut):
+    """The caller's answer after a revision: ``changed`` False (and ``message`` saying so) when the values sent equal
+    the stored ones — nothing was stored, the revision count and the history are as they were."""
+
+    changed: bool
+    message: str
+
+
+@router.put("/campaigns/{name}/answers/{item_id}", response_model=RevisedOut, tags=["answers"])
 def revise(name: str, item_id: int, body: ReviseIn, caller: CallerDep, limits: LimitsDep) -> Response:
-    """Replace the caller's own answer (while the campaign is open and its schema allows it)."""
+    """Replace the caller's own answer (while the campaign is open and its schema allows it); the same values again
+    store nothing and say so (``changed`` false)."""
     with caller.writing() as (session, user):
-        answer = annotate.revise(
+        result = annotate.revise(
             session,
             caller=user,
             campaign=name,
@@ -88,8 +98,10 @@ def revise(name: str, item_id: int, body: ReviseIn, caller: CallerDep, limits: L
             seconds_spent=body.seconds_spent,
             limits=limits,
         )
-        shown = annotate.values_as_shown(session, caller=user, campaign=name, answer=answer)
-    return json_model(AnswerOut.of(answer, shown))
+        shown = annotate.values_as_shown(session, caller=user, campaign=name, answer=result.answer)
+    message = "Saved your revised answer." if result.changed else NOTHING_CHANGED
+    revised = AnswerOut.of(result.answer, shown).model_dump()
+    return json_model(RevisedOut(**revised, changed=result.changed, message=message))
 
 
 @router.get("/campaigns/{name}/items/{item_id}/text", tags=["queue"])

@@ -1,0 +1,64 @@
+"""An answer's values and time as the store takes them: checked against the workflow, the studio's text limit and
+the clock (shared by submitting, :mod:`studio.services.answers`, and revising, :mod:`studio.services.answers_mine`)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from studio.models import UserPublic
+from studio.schemas import AnswerValidationError, FreeText, Pairwise, WorkflowSchema
+from studio.services.errors import InvalidInput
+from studio.services.queue import pair_order
+from studio.services.queue_rows import CampaignState
+
+DEFAULT_MAX_SECONDS = 3600.0
+#: A client may report a little more time than the server measured (clock skew, page load).
+CLIENT_SECONDS_GRACE = 5.0
+
+
+def check_text_lengths(schema: WorkflowSchema, answers: dict[str, Any], max_text_chars: int | None) -> None:
+    """``InvalidInput`` when a free-text answer is longer than the studio's limit (``H2H_MAX_TEXT_CHARS``).
+
+    The schema's own ``max_length`` applies too; the stricter of the two wins.
+    """
+    if max_text_chars is None:
+        return
+    for question in schema.questions:
+        value = answers.get(question.id)
+        if isinstance(question, FreeText) and isinstance(value, str) and len(value) > max_text_chars:
+            raise InvalidInput(
+                f"answers.{question.id}: text is {len(value)} characters; the studio's limit is {max_text_chars}"
+            )
+
+
+def clean_values(
+    schema: WorkflowSchema,
+    campaign: CampaignState,
+    user: UserPublic,
+    item: Any,
+    answers: Any,
+    max_text_chars: int | None = None,
+) -> dict[str, Any]:
+    """Validate against the schema (and the studio's text limit); translate pairwise "A"/"B" to response ids."""
+    try:
+        clean = schema.validate_answers(answers)
+    except AnswerValidationError as error:
+        raise InvalidInput(f"answers.{error.question_id}: {error.problem}") from None
+    check_text_lengths(schema, clean, max_text_chars)
+    for question in schema.questions:
+        if isinstance(question, Pairwise) and clean.get(question.id) in ("A", "B"):
+            shown_a, shown_b = pair_order(campaign, user.id, item)
+            clean[question.id] = shown_a if clean[question.id] == "A" else shown_b
+    return clean
+
+
+def client_seconds(value: float | None, server_seconds: float | None, cap: float) -> float | None:
+    """Sanity-check the client's seconds: finite and non-negative, no more than measured (+grace), capped."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value < 0:
+        raise InvalidInput(f"seconds_spent: expected a non-negative number, got {value!r}")
+    if server_seconds is not None:
+        value = min(value, server_seconds + CLIENT_SECONDS_GRACE)
+    return float(min(value, cap))
