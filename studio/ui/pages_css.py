@@ -17,4 +17,7 @@ PAGES_CSS = """
 .h2h-response-whole .h2h-response-text { max-height: 40em; overflow-y: auto; overflow-x: hidden; margin-top: 4px; }
 /* Opened, the whole text replaces the start shown above it. */
 .h2h-response:has(> .h2h-response-whole[open]) > .h2h-response-preview { display: none; }
+/* Research: Table 2's 17 columns in the page's width (studio.ui.tables.fitted): a denser type and tighter cells. */
+#h2h-leaderboard .cell-wrap { padding: 4px; }
+#h2h-leaderboard .cell-wrap span { font-size: 12px; line-height: 16px; }
 """

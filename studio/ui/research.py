@@ -23,7 +23,7 @@ from studio.services.research_quality import METRIC_RANGES
 from studio.ui import research_views as views
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, table_file
-from studio.ui.tables import display_frame, sized, table
+from studio.ui.tables import display_frame, fitted, sized, table
 from studio.usecases import research
 
 #: A handler's computation: (session, caller, the page's choices) -> the values of its outputs.
@@ -213,7 +213,7 @@ class ResearchTab:
     def _leaderboard(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         scoring = {name: values[name] for name in views.PICKER_LABELS}
         view = research.leaderboard(session, caller=caller, **scoring)
-        return [views.leaderboard_note(view), sized(views.leaderboard_display(view))]
+        return [views.leaderboard_note(view), fitted(views.leaderboard_display(view))]
 
     @staticmethod
     def _safety(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from pipeline.leaderboard import COLUMNS
+from pipeline.records import DIMENSION_OF_SUBTASK
 from studio.services.research import LeaderboardView
 from studio.services.research_quality import CalibrationView
 from studio.ui.render import escape_text
@@ -34,7 +35,8 @@ TAB_PICKERS: dict[str, tuple[tuple[str, ...], str]] = {
 #: What "complete" means on every page (``studio.results.aggregate.complete_answers``).
 COMPLETE_RULE = (
     "An item is complete when it has the answers its campaign needs (complete_at: every planned person for a crowd "
-    "vote or expert review, the workflow's minimum for the others), or any answer once the campaign is closed. "
+    "vote or expert review, the workflow's minimum for the others); a closed campaign's items below it count only "
+    "where whoever closed it chose to decide them on the answers they have. "
     "Only complete items count in aggregation, Table 3 and Fig. 7."
 )
 #: Table 3's columns as the page heads them.
@@ -55,6 +57,26 @@ NOTE_STYLES: dict[str, str] = {
 }
 #: The mark on a leaderboard column where some model's items are pending.
 PARTIAL_MARK = " *"
+#: Table 2's headers on the page name their dimension in short (the paper groups its columns under the dimension;
+#: one header row here), so all 17 columns fit a 1400 px screen; the downloads keep the full column names.
+DIMENSION_SHORT: dict[str, str] = {"dialogue": "dial.", "recollection": "recol.", "itinerary": "itin."}
+SUBTASK_SHORT: dict[str, str] = {
+    "dialogue_base": "base",
+    "dialogue_emotion": "emotion",
+    "dialogue_schedule": "schedule",
+    "recollection_synthesis": "synthesis",
+    "recollection_refinement": "refinement",
+    "recollection_initialization": "init.",
+    "itinerary_basic": "basic (I)",
+    "itinerary_middle": "middle (II)",
+    "itinerary_advanced": "advanced (III)",
+    "itinerary_response": "response",
+    "itinerary_initialization": "init.",
+}
+HEADER_LEGEND = (
+    "Headers: dial. = dialogue, recol. = recollection, itin. = itinerary, init. = initialization; I–III are the "
+    "itinerary levels."
+)
 
 
 def _missing(value: Any) -> bool:
@@ -104,6 +126,15 @@ def display_header(column: str) -> str:
     return column.replace("_", " ")
 
 
+def short_header(column: str) -> str:
+    """A leaderboard column as Table 2 on the page heads it, e.g. ``itin. advanced (III)``, ``recol. avg``."""
+    if column.endswith("_avg"):
+        return f"{DIMENSION_SHORT[column.removesuffix('_avg')]} avg"
+    if column in SUBTASK_SHORT:
+        return f"{DIMENSION_SHORT[DIMENSION_OF_SUBTASK[column]]} {SUBTASK_SHORT[column]}"
+    return display_header(column)
+
+
 def coverage_cell(value: Any, counted: int, pending: int) -> str:
     """A leaderboard cell: the mean with two decimals, and ``(counted/total)`` when items are pending; ``–`` for a
     cell whose items are all pending; empty for a cell with no items."""
@@ -136,7 +167,7 @@ def leaderboard_display(view: LeaderboardView) -> pd.DataFrame:
     for column in COLUMNS[1:]:
         if int((counted[column] + pending[column]).sum()) == 0:  # no model has an item here
             continue
-        header = display_header(column) + (PARTIAL_MARK if int(pending[column].sum()) else "")
+        header = short_header(column) + (PARTIAL_MARK if int(pending[column].sum()) else "")
         values, n_counted, n_pending = (table[column], counted[column].astype(int), pending[column].astype(int))
         cells = zip(values.tolist(), n_counted.tolist(), n_pending.tolist(), strict=True)
         shown[header] = [coverage_cell(value, done, waiting) for value, done, waiting in cells]
@@ -148,6 +179,7 @@ def leaderboard_note(view: LeaderboardView) -> str:
     """What the leaderboard was computed for, what it is sorted by, and which cells leave pending items out."""
     lines = [applied_line(view.applied, PICKER_LABELS)]
     lines.append("Sorted by overall — each model's mean over its own counted items — best first.")
+    lines.append(HEADER_LEGEND)
     reasons = view.pending_reasons
     awaiting = sum(reason["awaiting_adjudication"] for reason in reasons.values())
     unscored = sum(reason["unscored"] for reason in reasons.values())

@@ -195,3 +195,27 @@ def sized(frame: pd.DataFrame, *, max_chars: int = 28) -> Any:
     import gradio as gr
 
     return gr.Dataframe(value=frame, column_widths=column_widths(frame, max_chars=max_chars))
+
+
+def _longest_word(value: Any) -> int:
+    return max((len(word) for word in str(value).split()), default=0)
+
+
+def fitted_widths(frame: pd.DataFrame, *, max_chars: int = 20, padding_chars: int = 2) -> list[str | int]:
+    """Column widths in percent of the table's width, in proportion to what each column needs without breaking a
+    word: its header's and its cells' longest word (at most ``max_chars``: a long model name wraps), plus
+    ``padding_chars``. The columns add up to the table's width, so the table never scrolls sideways; where the page
+    is too narrow for the words, a word breaks inside its cell rather than push a column out of view."""
+    needs = []
+    for column in frame.columns:
+        words = [_longest_word(column)] + [_longest_word(cell) for cell in frame[column] if cell is not None]
+        needs.append(min(max(words), max_chars) + padding_chars)
+    total = sum(needs) or 1
+    return [f"{100 * need / total:.2f}%" for need in needs]
+
+
+def fitted(frame: pd.DataFrame, *, max_chars: int = 20) -> Any:
+    """``frame`` for a wrapping ``gr.Dataframe`` as wide as the page and no wider (:func:`fitted_widths`)."""
+    import gradio as gr
+
+    return gr.Dataframe(value=frame, column_widths=fitted_widths(frame, max_chars=max_chars))

@@ -39,11 +39,11 @@ END_MARKER = "THE-END-OF-THE-LONG-ANSWER"
 #: A long answer: CJK prose, a 300-character run with no break opportunity, and a marker at its very end.
 LONG_ANSWER = "先说重点。" + "我一直在这里陪着你，慢慢说。" * 300 + " " + "x" * 300 + " " + END_MARKER
 VIEWPORT = {"width": 1400, "height": 1000}
-#: Whether anything inside ``selector`` (or the page itself, for ``html``) is wider than its box: the elements that
-#: scroll sideways, as [tag, class, scrollWidth, clientWidth].
+#: What inside ``selector`` is wider than its box, on the screen: the elements that scroll sideways or cut their
+#: content, as [tag, class, scrollWidth, clientWidth] (Gradio's zero-height measuring copy of a table left out).
 SIDEWAYS_JS = """(selector) => [...document.querySelectorAll(selector + ', ' + selector + ' *')]
-  .filter((el) => el.clientWidth > 0 && el.scrollWidth > el.clientWidth + 1
-    && getComputedStyle(el).overflowX !== 'visible')
+  .filter((el) => el.clientWidth > 0 && el.getBoundingClientRect().height > 0
+    && el.scrollWidth > el.clientWidth + 1 && getComputedStyle(el).overflowX !== 'visible')
   .map((el) => [el.tagName, String(el.className).slice(0, 60), el.scrollWidth, el.clientWidth])"""
 
 

@@ -179,14 +179,14 @@ def test_the_leaderboard_shows_coverage_per_cell_and_never_ranks_partial_columns
     assert_inert(page)  # a Markdown caption naming the models made PHISH a link and FORM a form
     header, *rows = cells(page, "h2h-leaderboard")
     assert header[0] == "model" and header[-1] == "pending"
-    assert {"dialogue base", "dialogue emotion", "itinerary advanced *", "itinerary avg *", "overall *"} <= set(header)
-    assert "recollection avg" not in header  # no model has a recollection item: no empty column
+    assert {"dial. base", "dial. emotion", "itin. advanced (III) *", "itin. avg *", "overall *"} <= set(header)
+    assert "recol. avg" not in header  # no model has a recollection item: no empty column
     by_model = {row[0]: dict(zip(header, row, strict=True)) for row in rows}
     assert set(by_model) == set(MODELS)  # the hostile names shown literally, as cell text
     [adjudicated] = stored_j_final(served, PHISH)
-    assert by_model[PHISH]["itinerary advanced *"] == f"{100 * adjudicated / 5:.2f} (1/7)"  # partial: 1 of 7 counted
-    assert by_model[FORM]["itinerary advanced *"] == by_model[MATH]["itinerary advanced *"] == "– (0/7)"
-    assert re.fullmatch(r"\d+\.\d\d", by_model[FULL]["itinerary advanced *"])  # complete: no (n/N)
+    assert by_model[PHISH]["itin. advanced (III) *"] == f"{100 * adjudicated / 5:.2f} (1/7)"  # partial: 1 of 7 counted
+    assert by_model[FORM]["itin. advanced (III) *"] == by_model[MATH]["itin. advanced (III) *"] == "– (0/7)"
+    assert re.fullmatch(r"\d+\.\d\d", by_model[FULL]["itin. advanced (III) *"])  # complete: no (n/N)
     assert by_model[PHISH]["overall *"].endswith("(10/16)") and re.fullmatch(r"\d+\.\d\d", by_model[FULL]["overall *"])
     assert by_model[PHISH]["pending"] == "6 awaiting adjudication" and by_model[FULL]["pending"] == "none"
     assert [row[0] for row in rows][0] == FULL  # sorted by overall, as the note says

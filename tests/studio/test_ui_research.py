@@ -21,6 +21,7 @@ from studio.services.auth import login
 from studio.services.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from studio.services.research import ScoreChoices
 from studio.ui import research_views as views
+from studio.ui import tables
 from studio.ui.downloads import new_download_dir, table_file
 from studio.ui.research import ResearchTab
 from studio.usecases import research
@@ -285,19 +286,21 @@ def test_leaderboard_cells_show_coverage_and_partial_columns_are_marked() -> Non
     assert views.coverage_cell(float("nan"), 0, 0) == ""
     view = board_view(counted={"full": 7, HOSTILE: 1}, pending={"full": 0, HOSTILE: 6}, awaiting={HOSTILE: 5})
     shown = views.leaderboard_display(view)
-    assert list(shown.columns) == ["model", "itinerary advanced *", "itinerary avg *", "overall *", "pending"]
+    assert list(shown.columns) == ["model", "itin. advanced (III) *", "itin. avg *", "overall *", "pending"]
     rows = shown.set_index("model")
-    assert rows.loc["full", "itinerary advanced *"] == "82.50" and rows.loc["full", "pending"] == "none"
-    assert rows.loc[HOSTILE, "itinerary advanced *"] == "82.50 (1/7)"
+    assert rows.loc["full", "itin. advanced (III) *"] == "82.50" and rows.loc["full", "pending"] == "none"
+    assert rows.loc[HOSTILE, "itin. advanced (III) *"] == "82.50 (1/7)"
     assert rows.loc[HOSTILE, "pending"] == "5 awaiting adjudication, 1 unscored"
     note = views.leaderboard_note(view)
     assert "6 item(s) pending, left out of every mean: 5 awaiting adjudication" in note and "1 unscored" in note
     assert "Not like for like: 1 of 2 model(s)" in note and "Sorted by overall" in note
+    assert "Columns marked *: itinerary advanced, itinerary avg, overall." in note  # the full names
+    assert "itin. = itinerary" in note  # the short headers' legend
     complete = board_view(counted={"full": 7}, pending={"full": 0}, awaiting={})
     assert list(views.leaderboard_display(complete).columns) == [
         "model",
-        "itinerary advanced",
-        "itinerary avg",
+        "itin. advanced (III)",
+        "itin. avg",
         "overall",
         "pending",
     ]
@@ -375,3 +378,16 @@ def test_toasts_show_data_as_text() -> None:
     assert toast_text("signature: present: <a href='http://evil.example'>x</a> & more") == (
         "signature: present: &lt;a href='http://evil.example'&gt;x&lt;/a&gt; &amp; more"
     )
+
+
+def test_every_table2_column_has_a_short_header_and_the_widths_fill_the_table() -> None:
+    from pipeline.leaderboard import COLUMNS
+
+    headers = [views.short_header(column) for column in COLUMNS]
+    assert len(set(headers)) == len(COLUMNS)  # one name each (both "init." columns keep their dimension)
+    assert headers[:4] == ["model", "dial. base", "dial. emotion", "dial. schedule"] and headers[-1] == "overall"
+    assert max(len(word) for header in headers for word in header.split()) <= 14  # "(III)", "refinement"
+    frame = pd.DataFrame({"model": ["x" * 60, "m"], "dial. base": ["82.50 (6/7)", "70.00"], "pending": ["none", "3"]})
+    widths = tables.fitted_widths(frame, max_chars=20)
+    expected = [100 * 22 / 38, 100 * 7 / 38, 100 * 9 / 38]  # model cut at 20 (+2), "82.50"/"(6/7)" 5, "pending" 7
+    assert [float(width.rstrip("%")) for width in widths] == pytest.approx(expected, abs=0.01)
