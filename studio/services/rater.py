@@ -16,7 +16,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from pipeline.curation.records import PairInput
-from studio.models import Answer, Item, PairJudgmentRow, ResponseRow, ScenarioRow
+from studio.models import Answer, Campaign, Item, PairJudgmentRow, ResponseRow, ScenarioRow
 from studio.schemas import Pairwise, WorkflowSchema
 from studio.services.errors import InvalidInput
 from studio.services.queue import get_campaign
@@ -131,3 +131,24 @@ def llm_human_agreement(session: Session, *, campaign: str) -> RaterAgreement:
         human_votes=all_votes,
         vote_agreement=matching_votes / all_votes if all_votes else None,
     )
+
+
+def pairwise_campaigns(session: Session) -> list[str]:
+    """The names of the pairwise campaigns (response pairs asked a pairwise question), in name order."""
+    rows = session.execute(
+        select(col(Campaign.name), col(Campaign.schema_snapshot))
+        .where(col(Campaign.target_kind) == "response_pair")
+        .order_by(col(Campaign.name))
+    )
+    return [
+        name
+        for name, snapshot in rows
+        if any(isinstance(question, Pairwise) for question in WorkflowSchema.model_validate(snapshot).questions)
+    ]
+
+
+def llm_human_agreements(session: Session, *, campaign: str | None = None) -> list[RaterAgreement]:
+    """The LLM rater against the humans on ``campaign`` (``InvalidInput`` when it is not pairwise), or on each
+    pairwise campaign (:func:`pairwise_campaigns`) when ``campaign`` is None: one :class:`RaterAgreement` each."""
+    names = [campaign] if campaign else pairwise_campaigns(session)
+    return [llm_human_agreement(session, campaign=name) for name in names]

@@ -1,5 +1,7 @@
 """The Curate page's Aggregation tab: run the campaigns' aggregation rules, and compare the LLM rater with the
-people on a pairwise campaign (``studio.services.rater``: the numbers ``h2h rater-agreement`` prints)."""
+people on a pairwise campaign, or on each of them for "all campaigns" (``studio.services.rater``: the numbers
+``h2h rater-agreement`` prints). A choice with nothing to compare (no pairwise campaign, a campaign that is not one)
+is said in the note above the table, not as an error."""
 
 # No `from __future__ import annotations` here: Gradio injects `gr.Request` only when it can resolve
 # a handler's annotations, and `gradio` is imported inside functions (it is heavy).
@@ -9,6 +11,7 @@ import pandas as pd
 
 from studio.ui import curate_views as views
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
+from studio.ui.render import render_message
 from studio.ui.tables import table
 from studio.usecases import curate
 
@@ -27,7 +30,10 @@ class AggregationPanel:
             self.aggregate = gr.Button("Run aggregation", variant="primary", elem_id="h2h-aggregate")
         self.aggregation = table("What aggregation found and changed", "h2h-aggregation")
         self.rater = gr.Button("Compare the LLM rater with the humans (pairwise)", elem_id="h2h-rater-agreement")
-        self.rater_table = table("The LLM rater against the humans' majority", "h2h-rater-table")
+        self.rater_note = gr.HTML(elem_id="h2h-rater-note", js_on_load=None)
+        self.rater_table = table(
+            "The LLM rater against the humans' majority, per campaign", "h2h-rater-table", wrap=True
+        )
         self.aggregate.click(
             self._on_aggregate(),
             inputs=[self.campaign],
@@ -35,7 +41,12 @@ class AggregationPanel:
             trigger_mode="once",
             api_visibility="private",
         )
-        self.rater.click(self._on_rater(), inputs=[self.campaign], outputs=[self.rater_table], api_visibility="private")
+        self.rater.click(
+            self._on_rater(),
+            inputs=[self.campaign],
+            outputs=[self.rater_note, self.rater_table],
+            api_visibility="private",
+        )
 
     def _on_aggregate(self) -> Any:
         import gradio as gr
@@ -54,8 +65,14 @@ class AggregationPanel:
     def _on_rater(self) -> Any:
         import gradio as gr
 
-        def on_rater(campaign: str | None, request: gr.Request) -> pd.DataFrame:
+        from studio.services.errors import InvalidInput, NotFound
+
+        def on_rater(campaign: str | None, request: gr.Request) -> list[Any]:
             with reading(self.open_context, request) as (session, caller):
-                return views.rater_frame(curate.rater_agreement(session, caller=caller, campaign=campaign))
+                try:
+                    agreements = curate.rater_agreement(session, caller=caller, campaign=campaign)
+                except (InvalidInput, NotFound) as problem:  # the choice, not the caller: said in the note
+                    return [render_message(f"Nothing to compare: {problem}", kind="error"), views.rater_frame([])]
+            return [views.rater_note(campaign, agreements), views.rater_frame(agreements)]
 
         return on_rater

@@ -21,7 +21,7 @@ from studio.services.curation_decisions import form_values
 from studio.services.rater import RaterAgreement
 from studio.ui.curate_responses import responses_html
 from studio.ui.decision_views import status_html
-from studio.ui.render import escape_text, render_item, render_persona
+from studio.ui.render import escape_text, render_item, render_message, render_persona
 from studio.ui.tables import (
     AGGREGATION_COLUMNS,
     AUDIT_COLUMNS,
@@ -186,7 +186,31 @@ def publish_message(version: DatasetVersionPublic, created: bool) -> str:
     return f"Nothing new to publish: the accepted scenarios are already version {version.name}."
 
 
-def rater_frame(agreement: RaterAgreement) -> pd.DataFrame:
-    """The LLM rater's agreement with the humans as rows of (measure, value)."""
-    rows = [{"measure": name, "value": value} for name, value in agreement.model_dump().items()]
-    return display_frame(rows, ["measure", "value"])
+def rater_frame(agreements: list[RaterAgreement]) -> pd.DataFrame:
+    """The LLM rater against the humans' majority: one row per campaign compared, one column per measure of
+    :class:`~studio.services.rater.RaterAgreement` (no row, no header: nothing was compared)."""
+    if not agreements:
+        return pd.DataFrame(columns=[""])
+    return display_frame([agreement.model_dump() for agreement in agreements], list(RaterAgreement.model_fields))
+
+
+#: What the rater table's measures mean (``RaterAgreement``), said under every comparison.
+RATER_MEASURES = (
+    "agreement: the share of items where the LLM's winner equals the people's majority (items_compared: those with "
+    "both); cohen_kappa: that agreement corrected for chance; vote_agreement: the share of all people's votes equal "
+    "to the LLM's winner."
+)
+
+
+def rater_note(campaign: str | None, agreements: list[RaterAgreement]) -> str:
+    """What "Compare the LLM rater" compared — the campaign chosen, or every pairwise campaign for "all campaigns"
+    — and what its measures mean; or why there is nothing to compare (escaped HTML)."""
+    if not agreements:
+        line = (
+            "Nothing to compare: there is no pairwise campaign. The LLM rater is compared with people on pairwise "
+            "campaigns whose pairs it judged (h2h export-pairs, h2h judge-pairs, then h2h ingest-curation --pairs)."
+        )
+        return render_message(line)
+    names = ", ".join(agreement.campaign for agreement in agreements)
+    scope = f"on {names}" if campaign else f"on every pairwise campaign ({len(agreements)}): {names}"
+    return render_message(f"The LLM's pairwise verdicts against the people's majority {scope}. {RATER_MEASURES}")

@@ -238,10 +238,9 @@ def write_aggregation(
     return aggregation.write_aggregation(session, campaign=campaign or None, actor=caller.username, answers=answers)
 
 
-def rater_agreement(session: Session, *, caller: UserPublic, campaign: str | None) -> RaterAgreement:
-    """The LLM rater against the humans on a pairwise campaign (``studio.services.rater``; ``h2h rater-agreement``
-    prints the same)."""
+def rater_agreement(session: Session, *, caller: UserPublic, campaign: str | None) -> list[RaterAgreement]:
+    """The LLM rater against the humans on a pairwise campaign, or on every pairwise campaign when ``campaign`` is
+    empty (``studio.services.rater``; ``h2h rater-agreement`` prints the same for one): one result per campaign, none
+    when there is no pairwise campaign; ``InvalidInput`` for a campaign that is not pairwise."""
     authorize(caller, CurationPolicy.read())
-    if not campaign:
-        raise InvalidInput("campaign: choose a pairwise campaign")
-    return rater.llm_human_agreement(session, campaign=campaign)
+    return rater.llm_human_agreements(session, campaign=campaign or None)
