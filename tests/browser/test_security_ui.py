@@ -412,8 +412,9 @@ def test_an_unexpected_exception_s_text_stays_on_the_server(guarded: Studio) -> 
         [number] = [
             entry["id"]
             for entry in config["components"]
-            if entry.get("type") == "number"
-            and str(entry.get("props", {}).get("elem_id", "")).startswith("q-adjudication-")
+            # The rubric score's field (a text box read as a number since issue 16: gr.Number cannot start empty).
+            if str(entry.get("props", {}).get("elem_id", "")).startswith("q-adjudication-")
+            and str(entry.get("props", {}).get("elem_id", "")).endswith("-rubric_score")
         ]
         [submit] = [
             entry
