@@ -20,10 +20,10 @@ from typing import Any
 
 from studio.schemas import WorkflowSchema
 from studio.services.answers_mine import NOTHING_CHANGED
-from studio.services.errors import Conflict, InvalidInput, ServiceError
+from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, ServiceError
 from studio.ui.annotate_conditions import conditions_html
 from studio.ui.annotate_form import FormParts
-from studio.ui.annotate_views import Panel, panel_of
+from studio.ui.annotate_views import Panel, panel_of, refusal_html
 from studio.ui.calls import OpenContext
 from studio.ui.forms import answers_from_form, build_component, form_problems, problem_of_error, summary_of
 from studio.ui.render import render_message
@@ -175,12 +175,15 @@ class AnnotateTab:
 
     def error_values(self, error: Exception | str, *, form: str | None) -> list[Any]:
         """Show why the event failed (a ServiceError's text is safe to show). With ``form`` (the form the event came
-        from) the item stays on screen, its answers untouched; without, the page shows no item."""
+        from) the item stays on screen, its answers untouched; without, the page shows no item. A sign-in that has
+        ended leaves the whole page as it is and says so (:func:`studio.ui.annotate_views.refusal_html`)."""
         import gradio as gr
 
+        message = refusal_html(error)
+        if isinstance(error, NotAuthenticated):  # signed out meanwhile: the page stays as it is, what was typed too
+            return [gr.skip()] * 4 + [message, gr.skip(), gr.skip(), *(gr.update() for _ in self.parts)]
         # Layouts cannot take gr.skip(): their visibility is restated instead.
         visibility = [gr.Column(visible=(key == form)) for key in self.parts]
-        message = render_message(str(error), kind="error")
         if form is not None:
             return [gr.skip()] * 4 + [message, gr.skip(), gr.skip(), *visibility]
         return ["", "", "", gr.skip(), message, "", gr.Button(visible=False), *visibility]
@@ -279,6 +282,17 @@ class AnnotateTab:
         message = summary_of(parts.schema, problems)
         return self.error_values(message, form=parts.key) + parts.values(values, problems, keep=True)
 
+    def _sign_in_ended(self, request: Any) -> NotAuthenticated | None:
+        """``NotAuthenticated`` when the event's sign-in has ended (else None: a valid submit goes straight on to its
+        write session, which resolves the caller anyway)."""
+        try:
+            with self.open_context(request).reading():
+                return None
+        except NotAuthenticated as error:
+            return error
+        except ServiceError:
+            return None
+
     def _store(self, parts: FormParts, shown: ShownItem, values: list[Any], request: Any) -> tuple[Offer, str]:
         """Submit (or, for an answer opened to revise, revise) the form's answers, then the caller's next item; and
         the note saying what was stored ("Saved.", or for a revision that changes nothing, that nothing was)."""
@@ -331,7 +345,10 @@ class AnnotateTab:
         if shown is None:  # a late second press after the last item: nothing is on screen to answer
             return self.error_values(ServiceError("Nothing to submit."), form=None) + kept, None
         problems = form_problems(parts.schema, values)
-        if problems:
+        if problems:  # said under the questions, unless the person was signed out meanwhile (that first)
+            ended = self._sign_in_ended(request)
+            if ended is not None:
+                return self.error_values(ended, form=parts.key) + kept, None
             return self._refused(parts, values, problems), None
         try:
             offer, note = self._store(parts, shown, values, request)

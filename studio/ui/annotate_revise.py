@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from studio.services.errors import ServiceError
-from studio.ui.annotate_views import answer_choices, revise_panel
+from studio.ui.annotate_views import answer_choices, refusal_html, revise_panel
 from studio.ui.forms import shown_value
 from studio.ui.render import render_item, render_message
 from studio.ui.shown import ShownItem
@@ -77,7 +77,7 @@ class ReviseParts:
             try:
                 choices = self.listed(campaign, request)
             except ServiceError as error:
-                return [gr.skip(), render_message(str(error), kind="error")]
+                return [gr.skip(), refusal_html(error)]
             note = f"{len(choices)} answer(s) listed under “Go back”: open one to revise it." if choices else NO_ANSWERS
             return [gr.Dropdown(choices=choices, value=None), render_message(note)]
 
@@ -127,7 +127,7 @@ class ReviseParts:
                         session, caller=caller, campaign=shown.campaign, item_id=shown.item_id
                     )
             except ServiceError as error:
-                return [gr.skip(), gr.skip(), render_message(str(error), kind="error")]
+                return [gr.skip(), gr.skip(), refusal_html(error)]
             return [render_item(whole), gr.Button(visible=False), render_message("Showing every text whole.")]
 
         return show_all

@@ -13,8 +13,10 @@ from typing import Any
 
 from studio.models import AnswerPublic
 from studio.schemas import Pairwise, WorkflowSchema
+from studio.services.errors import NotAuthenticated
 from studio.ui.forms import choices_of, is_asked, is_empty
 from studio.ui.render import (
+    SIGNED_OUT_HTML,
     escape_text,
     render_context,
     render_item,
@@ -97,6 +99,14 @@ def revise_panel(campaign: str, answered: AnsweredItem) -> Panel:
     shown = ShownItem.to_revise(campaign, answered.item_id)
     key = form_key(answered.schema)
     return item_panel(shown, answered.content, key=key, message=message, values=dict(answered.values))
+
+
+def refusal_html(error: Exception | str) -> str:
+    """The message line for an event that was refused: the error's words (a ServiceError's text is safe to show), or
+    for a sign-in that has ended, "You were signed out — sign in again" with a link to the sign-in page."""
+    if isinstance(error, NotAuthenticated):
+        return SIGNED_OUT_HTML
+    return render_message(str(error), kind="error")
 
 
 def shown_questions(schema: WorkflowSchema, values: list[Any]) -> dict[str, bool]:

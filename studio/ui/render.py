@@ -285,6 +285,15 @@ def render_message(text: Any, *, kind: str = "info") -> str:
     return f'<div class="h2h-message h2h-{safe_kind}">{escape_text(text)}</div>'
 
 
+#: What a page says when its sign-in has ended (an admin deactivated the person, reset their password or ended their
+#: sessions; or it expired): fixed text, the sign-in page opened in a new tab so the page keeps what was typed.
+SIGNED_OUT_HTML = (
+    '<div class="h2h-message h2h-error" role="alert">You were signed out — '
+    '<a href="/login" target="_blank" rel="noopener">sign in again</a> (it opens in a new tab), then press Submit '
+    "here: what you typed is still in the form. Nothing was stored.</div>"
+)
+
+
 CHAT_CSS = """
 .h2h-chat { display: flex; flex-direction: column; gap: 8px; }
 .h2h-turn { border-radius: 8px; padding: 8px 12px; max-width: 92%; white-space: normal; word-break: break-word; }

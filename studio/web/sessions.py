@@ -9,6 +9,14 @@ under its cache by URL (a researcher's export, by an annotator). :class:`GradioG
   anyone else is refused (403) before Gradio sees it;
 - **inputs**: an event whose inputs hold what the store cannot take (a NUL character, a lone surrogate, a number past
   the store's ids) is refused 422, naming the input, as the REST API refuses them — not a driver error deep inside;
+- **sessions ended meanwhile**: a page whose sign-in an admin ended (deactivated, password reset, sessions revoked)
+  or that expired would meet Gradio's own sign-in check at its next event, which answers 401 and covers every
+  output of the event with a bare "Error" badge (the form hidden, what was typed out of reach). The event routes of
+  a page (``queue/join``, ``queue/data``, ``heartbeat``) sent with the very token that page used while signed in are
+  let through to the handlers as the page's owner *for Gradio's check only*; every handler resolves its caller from
+  the token again, is refused (``NotAuthenticated``), and the page says "You were signed out — sign in again" with the
+  answer kept (:mod:`studio.ui.annotate`). Nothing is read or written on that pass; another token, or none, is still
+  refused, and every other route (the page, its config, files, uploads) still answers 401;
 - **files**: a file under the studio's Gradio cache is served only to the people it was handed to — the paths in the
   results ``queue/data`` streams to a session are recorded for that session's owner, an upload's paths for its
   uploader — and answered 404 for anyone else (as if it did not exist). Every other ``file=`` path is 404 too.
@@ -20,6 +28,7 @@ in the process (bounded, least recently used dropped first): one studio process 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -35,11 +44,14 @@ from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studio.services.text import unstorable
+from studio.web.deps import token_from_request
 from studio.web.middleware import UI_PATH
 
 GRADIO_API = f"{UI_PATH}/gradio_api/"
 FILE_PREFIXES = tuple(f"{UI_PATH}{api}{route}" for api in ("/gradio_api", "") for route in ("/file=", "/file/"))
 HEARTBEAT = f"{GRADIO_API}heartbeat/"
+#: The routes of a page's events: with a session that ended meanwhile they still reach the handlers, which say so.
+EVENT_ROUTES = (f"{GRADIO_API}queue/join", f"{GRADIO_API}queue/data", HEARTBEAT)
 #: Where the gate leaves the username it resolved for a request (``request.state``), for Gradio's sign-in check.
 RESOLVED_CALLER = "h2h_caller_name"
 #: Resolves the username of a request (``None``: not signed in); runs in a worker thread.
@@ -73,9 +85,19 @@ class Owners:
         with self._lock:
             return username in self._owners.get(key, ())
 
+    def holders(self, key: str) -> set[str]:
+        with self._lock:
+            return set(self._owners.get(key, ()))
+
     def _trim(self) -> None:
         while len(self._owners) > self.size:
             self._owners.popitem(last=False)
+
+
+def token_digest(scope: Scope) -> str | None:
+    """A digest of the request's session token (tokens are not kept in memory as such); None without one."""
+    token = token_from_request(Request(scope))
+    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest() if token else None
 
 
 def names_session_in_body(scope: Scope) -> bool:
@@ -149,6 +171,7 @@ class GradioGate:
         self.caller_name = caller_name
         self.cache_dir = os.path.realpath(cache_dir)
         self.sessions = Owners()
+        self.tokens = Owners()  # session hash -> digests of the tokens its page was signed in with
         self.files = Owners()
         self._cached_path = re.compile(re.escape(self.cache_dir).encode() + rb"/[^\"\\/]+/[^\"\\]+")
 
@@ -172,17 +195,32 @@ class GradioGate:
         username = None
         if session_hash or path.endswith("/upload"):
             username = await run_in_threadpool(self.caller_name, Request(scope))
+            if username is None and session_hash:
+                username = self._signed_out_owner(scope, session_hash)
             # Gradio's own sign-in check of this request reads it here instead of asking the store again.
             scope.setdefault("state", {})[RESOLVED_CALLER] = username
         if session_hash and username and not self.sessions.claim(session_hash, username):
             detail = "session: this page belongs to another sign-in; reload the page"
             await JSONResponse({"detail": detail}, status_code=403)(scope, receive, send)
             return
+        if session_hash and username and (digest := token_digest(scope)):
+            self.tokens.grant(session_hash, digest)
         if username and (path == f"{GRADIO_API}queue/data" or path.endswith("/upload")):
             # Read as sent: Gradio compresses what a client accepts compressed (Brotli), which would hide the paths.
             scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]}
             send = self._recording(send, username)
         await self.app(scope, receive, send)
+
+    def _signed_out_owner(self, scope: Scope, session_hash: str) -> str | None:
+        """The owner of a page whose sign-in ended, for an event of that page sent with the token it was signed in
+        with (see the module docstring); None for anything else."""
+        if not scope["path"].startswith(EVENT_ROUTES):
+            return None
+        digest = token_digest(scope)
+        owners = self.sessions.holders(session_hash)
+        if digest is None or len(owners) != 1 or not self.tokens.owns(session_hash, digest):
+            return None
+        return next(iter(owners))
 
     def _recording(self, send: Send, username: str) -> Send:
         """``send`` that grants ``username`` every cached file path the response names."""

@@ -20,6 +20,7 @@ ANNOTATORS = ("pa01", "pa02", "pa03", "pa04", "pa05")
 #: Further annotators and experts for the issue-16 tests (each test signs in as a person of its own).
 MORE_ANNOTATORS = ("pa06", "pa07", "pa08", "pa09")
 EXPERTS = ("pe01", "pe02", "pe03")
+ADMIN = "padmin"
 
 
 @dataclass(frozen=True)
@@ -86,6 +87,7 @@ def build_annotate_store(folder: Path) -> AnnotateStore:
             create_user(session, username=username, password=PASSWORD, role="annotator")
         for username in EXPERTS:
             create_user(session, username=username, password=PASSWORD, role="expert")
+        create_user(session, username=ADMIN, password=PASSWORD, role="admin")
         create_campaign(session, name="page-vote", schema=schemas["crowd_vote"], people_per_item=5, actor="t")
         safety = schemas["sap_safety"].model_copy(update=every_response)
         create_campaign(session, name="page-safety", schema=safety, people_per_item=5, actor="t")

@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from studio.models import UserPublic
+from tests.browser.annotate_store import ADMIN
 from tests.browser.artifacts import save_screenshot
 from tests.browser.conftest import UI_WAIT_MS, Studio, choose_campaign, settled, sign_in
 from tests.browser.test_annotate_page import FORM, field_error, message, question, site, stored, wait_for_answers
@@ -91,3 +93,65 @@ def test_a_revision_that_changes_nothing_is_not_stored_and_digits_work_while_rev
     wait_for_message(page, "Saved your revised answer.")
     [revised] = stored(site, "pa06", "page-vote")
     assert revised.revision == 1 and revised.values == {"verdict": "revise", "subtask_label": "dialogue_base"}
+
+
+def end_sessions(site: Studio, username: str, how: str) -> None:
+    """An admin ends ``username``'s sessions from the server (the admin use cases the Admin page calls)."""
+    from studio.db import create_db_engine, write_session
+    from studio.services.auth import find_user
+    from studio.usecases import admin
+
+    engine = create_db_engine(site.store.database_url)
+    try:
+        with write_session(engine) as session:
+            caller = UserPublic.model_validate(find_user(session, ADMIN))
+            if how == "deactivate":
+                admin.set_active(session, caller=caller, username=username, active=False)
+            else:
+                admin.revoke_sessions(session, caller=caller, username=username)
+    finally:
+        engine.dispose()
+
+
+SIGNED_OUT = "You were signed out — sign in again"
+
+
+@pytest.mark.parametrize(("username", "how"), [("pa07", "revoke_sessions"), ("pa08", "deactivate")])
+def test_a_session_ended_by_an_admin_says_so_keeps_the_typed_answer_and_stores_nothing(
+    site: Studio, page: Any, username: str, how: str
+) -> None:
+    """Issue 16 item 4: after an admin ended the session, Submit covered the page with bare red "Error" badges, the
+    form's fields hidden under them. The page says "You were signed out — sign in again" (a link to the sign-in page),
+    keeps what was typed, and nothing is stored. Signed in again (in another tab), the same Submit stores it."""
+    sign_in(page, site, username)
+    choose_campaign(page, "page-vote")
+    question(page, "comment").locator("textarea").fill("Half of my note, typed before the admin acted.")
+    question(page, "verdict").get_by_text("Discard", exact=True).click()
+    end_sessions(site, username, how)
+    page.keyboard.press("Enter")
+    page.wait_for_function(
+        "(text) => document.querySelector('#h2h-message').innerText.includes(text)", arg=SIGNED_OUT, timeout=UI_WAIT_MS
+    )
+    settled(page)
+    link = page.locator("#h2h-message a", has_text="sign in again")
+    assert link.get_attribute("href") == "/login"
+    assert question(page, "verdict").locator("input[value=discard]").is_checked()
+    assert (
+        question(page, "comment").locator("textarea").input_value() == "Half of my note, typed before the admin acted."
+    )
+    assert page.locator(".gradio-container .error").filter(has_text="Error").count() == 0
+    save_screenshot(page, f"annotate-annotator-signed-out-by-admin-{how.replace('_', '-')}")
+    assert stored(site, username, "page-vote") == []
+    if how != "revoke_sessions":
+        return
+    again = page.context.new_page()  # the link opens the sign-in page in a new tab; the page keeps the answer
+    sign_in(again, site, username)
+    again.close()
+    question(page, "subtask_label").get_by_text("Dialogue — everyday chat", exact=True).click()
+    page.keyboard.press("Enter")
+    [answer] = wait_for_answers(site, username, "page-vote", 1)
+    assert answer.values == {
+        "verdict": "discard",
+        "subtask_label": "dialogue_base",
+        "comment": "Half of my note, typed before the admin acted.",
+    }

@@ -112,7 +112,9 @@ def test_a_missing_or_unknown_token_is_not_authenticated(engine: Engine, tab: An
         with pytest.raises(NotAuthenticated), RequestContext(engine, token).reading():
             pass
         values = choose(tab, token, "test-crowd_vote")
-        assert values[0] == "" and "authorization:" in values[4] and "h2h-error" in values[4]
+        # Nothing is shown or changed but the message line, which says so (issue 16 item 4: a sign-in that ended).
+        assert values[0] == {"__type__": "update"} and "h2h-error" in values[4]
+        assert "You were signed out — " in values[4] and 'href="/login"' in values[4]
 
 
 def test_campaign_choices_follow_the_role(engine: Engine) -> None:
