@@ -189,9 +189,14 @@ class AnnotateTab:
         return ["", "", "", gr.skip(), message, "", gr.Button(visible=False), *visibility]
 
     def _wire(self) -> None:
-        self.refresh.click(self._load_campaigns(), outputs=[self.campaign], api_visibility="private")
-        # Blur the dropdown once the item is shown, so the keyboard shortcuts work without an extra click.
-        shown = self.campaign.change(
+        self.refresh.click(
+            self._load_campaigns(), inputs=[self.campaign], outputs=[self.campaign], api_visibility="private"
+        )
+        # `input` (a person's choice), not `change`: the page-load handler fills the picker, which Gradio reports as a
+        # change — a second round trip after every load whose blur (below) closed the list a person had just opened,
+        # so their first click hit a detached option. Blur the dropdown once the item is shown, so the keyboard
+        # shortcuts work without an extra click.
+        shown = self.campaign.input(
             self._choose(),
             inputs=[self.campaign],
             outputs=[*self.panel_outputs(), self.revise.mine],
@@ -227,21 +232,23 @@ class AnnotateTab:
             for answer, error in zip(parts.fields, parts.errors, strict=True):
                 answer.input(None, js="() => ''", outputs=[error])
 
-    def campaign_picker(self, session: Any, caller: Any) -> Any:
-        """The campaign picker's choices for the caller (the open campaigns they may answer)."""
+    def campaign_picker(self, session: Any, caller: Any, chosen: str | None = None) -> Any:
+        """The campaign picker's choices for the caller (the open campaigns they may answer), ``chosen`` kept chosen
+        while it is among them."""
         import gradio as gr
 
-        campaigns = annotate.visible_campaigns(session, caller=caller)
-        return gr.Dropdown(choices=campaign_choices(campaigns), value=None)
+        choices = campaign_choices(annotate.visible_campaigns(session, caller=caller))
+        kept = chosen if chosen in {name for _label, name in choices} else None
+        return gr.Dropdown(choices=choices, value=kept)
 
     def _load_campaigns(self) -> Callable[..., Any]:
         import gradio as gr
 
         from studio.ui.calls import reading
 
-        def load_campaigns(request: gr.Request) -> Any:
+        def load_campaigns(chosen: str | None, request: gr.Request) -> Any:
             with reading(self.open_context, request) as (session, caller):
-                return self.campaign_picker(session, caller)
+                return self.campaign_picker(session, caller, chosen)
 
         return load_campaigns
 

@@ -155,3 +155,33 @@ def test_a_session_ended_by_an_admin_says_so_keeps_the_typed_answer_and_stores_n
         "subtask_label": "dialogue_base",
         "comment": "Half of my note, typed before the admin acted.",
     }
+
+
+#: Records each event the page sends to the server (Gradio's queue/join bodies), from the first byte of the page.
+EVENTS_JS = """
+  window.__events = [];
+  const send = window.fetch;
+  window.fetch = (resource, options) => {
+    const url = String((resource && resource.url) || resource);
+    if (url.includes('/queue/join')) window.__events.push(JSON.parse((options && options.body) || '{}').fn_index);
+    return send(resource, options);
+  };
+"""
+
+
+def test_the_campaign_list_is_loaded_once_and_a_first_click_is_kept(site: Studio, page: Any) -> None:
+    """Issue 16 item 10: filling the campaign list on page load counted as a "change" of the picker, which sent a
+    second event whose blur then closed the list a person had opened ("element was detached from the DOM" in two
+    browser tests on a busy machine). The page load is the only event the page sends before the person acts."""
+    page.add_init_script(EVENTS_JS)
+    sign_in(page, site, "pa09")
+    page.click("#h2h-campaign input")  # at once: the list opens
+    option = page.get_by_role("option", name="page-vote").first
+    option.wait_for(timeout=UI_WAIT_MS)
+    handle = option.element_handle()
+    settled(page)
+    assert len(page.evaluate("() => window.__events")) == 1  # the page load; before: the load, then choose(None)
+    assert handle.evaluate("(element) => element.isConnected")  # the list the person opened is still open
+    handle.click()
+    page.wait_for_selector("#h2h-chat .h2h-input", timeout=UI_WAIT_MS)
+    wait_for_message(page, "Answer the questions below")
