@@ -20,7 +20,7 @@ from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.curate_aggregate import AggregationPanel
 from studio.ui.curate_detail import DetailPanel
 from studio.ui.curate_publish import PublishPanel
-from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, version_file
+from studio.ui.downloads import DOWNLOAD_FORMATS, download_button, new_download_dir, ready, version_file
 from studio.ui.tables import table
 from studio.usecases import curate
 
@@ -132,7 +132,7 @@ class CurateTab:
                 list(DOWNLOAD_FORMATS), value="csv", label="Format", elem_id="h2h-download-format"
             )
             self.prepare = gr.Button("Prepare download", elem_id="h2h-prepare-download")
-        self.download = gr.File(label="Download", interactive=False, height=90, elem_id="h2h-version-file")
+            self.download = download_button("h2h-version-file")
 
     def _wire(self) -> None:
         self._wire_scenarios()
@@ -285,12 +285,12 @@ class CurateTab:
     def _on_download(self) -> Any:
         import gradio as gr
 
-        def on_download(version: str | None, fmt: str, request: gr.Request) -> str:
+        def on_download(version: str | None, fmt: str, request: gr.Request) -> Any:
             with reading(self.open_context, request) as (session, caller):
                 records = curate.dataset_version_records(session, caller=caller, version=version)
             # A fresh private directory per request; the file name is built here, never sent by the client.
             with refused_as_gradio_errors():
-                return str(version_file(records, str(version), fmt, new_download_dir()))
+                return ready(version_file(records, str(version), fmt, new_download_dir()))
 
         return on_download
 

@@ -1,4 +1,5 @@
-"""Downloads the page offers: a table or a published version written as CSV, JSONL or Parquet for ``gr.File``.
+"""Downloads the page offers: a table or a published version written as CSV, JSONL or Parquet, handed to the page as
+a download button (:func:`download_button`, :func:`ready`).
 
 Each download goes to a fresh private directory (never a path from the client) under a name built here. Gradio
 copies a returned file into its own cache at once, so directories older than an hour are removed on the next call.
@@ -39,6 +40,21 @@ def new_download_dir(*, keep_seconds: float = DOWNLOAD_KEEP_SECONDS) -> Path:
             if old.is_dir() and old.stat().st_mtime < cutoff:
                 shutil.rmtree(old, ignore_errors=True)
     return Path(tempfile.mkdtemp(prefix=DOWNLOAD_PREFIX))
+
+
+def download_button(elem_id: str) -> Any:
+    """Where a prepared download appears: a button, hidden until a file is ready (:func:`ready`) — no empty drop
+    area the size of an upload box around a link, as ``gr.File`` draws."""
+    import gradio as gr
+
+    return gr.DownloadButton("Download", visible=False, size="sm", elem_id=elem_id)
+
+
+def ready(path: Path) -> Any:
+    """The download button's value once ``path`` is written: shown, named after the file; a click downloads it."""
+    import gradio as gr
+
+    return gr.DownloadButton(value=str(path), label=f"Download {path.name}", visible=True)
 
 
 def _check_format(fmt: str) -> None:

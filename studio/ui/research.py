@@ -22,7 +22,7 @@ from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.services.research_quality import METRIC_RANGES
 from studio.ui import research_views as views
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
-from studio.ui.downloads import DOWNLOAD_FORMATS, new_download_dir, table_file
+from studio.ui.downloads import DOWNLOAD_FORMATS, download_button, new_download_dir, ready, table_file
 from studio.ui.tables import display_frame, fitted, sized, table
 from studio.usecases import research
 
@@ -174,7 +174,7 @@ class ResearchTab:
         with gr.Row():
             fmt = gr.Radio(list(DOWNLOAD_FORMATS), value="csv", label=f"Format ({name})", elem_id=f"h2h-format-{name}")
             button = gr.Button(f"Export {name}", elem_id=f"h2h-export-{name}")
-            file = gr.File(label=f"Download ({name})", interactive=False, height=90, elem_id=f"h2h-file-{name}")
+            file = download_button(f"h2h-file-{name}")
         self.downloads[name] = (fmt, button, file)
 
     def _params(self) -> list[Any]:
@@ -295,13 +295,13 @@ class ResearchTab:
     def _on_export(self, name: str, fmt: Any) -> Any:
         import gradio as gr
 
-        def on_export(data: dict[Any, Any], request: gr.Request) -> str:
+        def on_export(data: dict[Any, Any], request: gr.Request) -> Any:
             choices = self._choices(data)
             with reading(self.open_context, request) as (session, caller):
                 frame = research.table(session, caller=caller, name=name, resamples=DEFAULT_RESAMPLES, **choices)
             # A fresh private directory per request; the file name is built here, never sent by the client.
             with refused_as_gradio_errors():
-                return str(table_file(frame, name, data[fmt], new_download_dir()))
+                return ready(table_file(frame, name, data[fmt], new_download_dir()))
 
         return on_export
 

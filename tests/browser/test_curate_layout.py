@@ -148,8 +148,12 @@ def page_height(page: Any) -> int:
 
 
 def record(line: str) -> None:
-    """Keep a measured figure where a reviewer finds it (``test-artifacts/curate-layout.txt``)."""
-    (artifacts_dir() / "curate-layout.txt").write_text(line + "\n", encoding="utf-8")
+    """Keep a measured figure where a reviewer finds it (``test-artifacts/curate-layout.txt``, one line per figure:
+    a new run of a test replaces its line)."""
+    target = artifacts_dir() / "curate-layout.txt"
+    kept = target.read_text(encoding="utf-8").splitlines() if target.exists() else []
+    kept = [old for old in kept if old.split(":")[0] != line.split(":")[0]]
+    target.write_text("\n".join([*kept, line]) + "\n", encoding="utf-8")
 
 
 def test_the_responses_texts_show_as_inert_text_and_a_long_one_whole_on_demand(
@@ -201,3 +205,48 @@ def test_the_list_and_the_decision_form_are_side_by_side_on_a_short_page(layout_
     for area in ("#h2h-detail-item", "#h2h-decision", "#h2h-llm-verdict"):
         assert page.evaluate(SIDEWAYS_JS, area) == [], area
     save_screenshot(page, "curate-curator-first-screen", full_page=False)
+
+
+#: The most a download may take up: a button's height (a gr.File drew a 264 px drop area around a 20 px link).
+DOWNLOAD_MAX_PX = 48
+
+
+def area_height(page: Any, elem_id: str) -> float:
+    """The height ``#elem_id`` takes on the page (0 when it is not there or not shown)."""
+    found = page.locator(f"#{elem_id}")
+    box = found.first.bounding_box() if found.count() else None
+    return float(box["height"]) if box else 0.0
+
+
+def test_a_versions_download_is_a_button_no_taller_than_a_link(layout_studio: Studio, wide: Any) -> None:
+    page = wide
+    open_curate(page, layout_studio)
+    open_scenario(page, "l-dlg-01")
+    page.locator("#h2h-action").get_by_text("Accept", exact=True).click()
+    fill(page, "h2h-reason", "Checked.")
+    page.click("#h2h-decide")
+    wait_for_text(page, "#h2h-decision-message", "l-dlg-01: accept saved")
+    page.get_by_role("tab", name="Dataset versions").click()
+    fill(page, "h2h-version-name", "layout-v1")
+    page.click("#h2h-publish-preview")
+    wait_for_text(page, "#h2h-publish-rows", "l-dlg-01")
+    page.click("#h2h-publish")
+    wait_for_text(page, "#h2h-publish-message", "Published layout-v1")
+    wait_for_text(page, "#h2h-versions", "layout-v1")
+    settled(page)
+    before = area_height(page, "h2h-version-file")
+    page.click("#h2h-prepare-download")
+    page.wait_for_function(  # the file is ready: the area names it
+        "() => /h2h-scenarios-layout-v1\\s*\\.csv/.test((document.querySelector('#h2h-version-file') || {}).innerText)",
+        timeout=UI_WAIT_MS,
+    )
+    settled(page)
+    after = area_height(page, "h2h-version-file")
+    button = page.locator("#h2h-version-file").first
+    record(f"Curate dataset-version download area at 1400x1000: {before:.0f} px before, {after:.0f} px ready")
+    assert before <= DOWNLOAD_MAX_PX and 0 < after <= DOWNLOAD_MAX_PX, (before, after)
+    with page.expect_download(timeout=UI_WAIT_MS) as info:
+        button.click()
+    assert info.value.suggested_filename == "h2h-scenarios-layout-v1.csv"
+    assert "l-dlg-01" in Path(info.value.path()).read_text(encoding="utf-8-sig")
+    save_screenshot(page, "curate-curator-version-download")

@@ -187,7 +187,7 @@ def accept_publish_and_download(page: object, curation: Studio) -> None:
     wait_for_text(page, "#h2h-publish-message", "Published browser-v1: 1 scenarios")
     wait_for_text(page, "#h2h-versions", "from the browser test")
     page.click("#h2h-prepare-download")  # type: ignore[attr-defined]
-    link = page.locator("#h2h-version-file a[download]").first  # type: ignore[attr-defined]
+    link = page.locator("#h2h-version-file").first  # type: ignore[attr-defined]  # a button naming the file
     link.wait_for(timeout=UI_WAIT_MS)
     with page.expect_download(timeout=UI_WAIT_MS) as info:  # type: ignore[attr-defined]
         link.click()

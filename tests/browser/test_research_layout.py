@@ -20,7 +20,7 @@ from pipeline.records import JUDGED_SUBTASKS, SUBTASKS, Judgment, Response, Scen
 from tests.browser.artifacts import save_screenshot
 from tests.browser.conftest import UI_WAIT_MS, settled
 from tests.browser.research_store import MAIN_SIGNATURE, PASSWORD, PHISH
-from tests.browser.test_curate_layout import SIDEWAYS_JS, VIEWPORT
+from tests.browser.test_curate_layout import DOWNLOAD_MAX_PX, SIDEWAYS_JS, VIEWPORT, record
 from tests.serving import serve_in_thread
 
 pytestmark = pytest.mark.browser
@@ -130,3 +130,29 @@ def test_table2_with_every_column_fits_1400_px_with_overall_in_view(researcher: 
     rows = page.locator("#h2h-leaderboard [role=row]").all_inner_texts()
     assert any(LONG_NAME in row.replace("\n", "") for row in rows)  # the long names wrap, whole
     save_screenshot(page, "research-researcher-table2-1400px")
+
+
+def test_an_export_is_a_button_no_taller_than_a_link(researcher: Any) -> None:
+    """Before an export, no download takes room; after it, a button naming the file, which downloads it."""
+    page = researcher
+    page.get_by_role("tab", name="Leaderboard", exact=True).click()
+    settled(page)
+    areas = page.locator("[id^=h2h-file-]")  # none, or each with its height
+    before = {area.get_attribute("id"): (area.bounding_box() or {"height": 0.0})["height"] for area in areas.all()}
+    tallest = max(before.values(), default=0.0)
+    page.click("#h2h-export-leaderboard")
+    page.wait_for_function(
+        "() => /h2h-leaderboard\\s*\\.csv/.test((document.querySelector('#h2h-file-leaderboard') || {}).innerText)",
+        timeout=UI_WAIT_MS,
+    )
+    settled(page)
+    ready = page.locator("#h2h-file-leaderboard").first
+    height = ready.bounding_box()["height"]
+    record(f"Research leaderboard download area at 1400x1000: {tallest:.0f} px before, {height:.0f} px ready")
+    assert tallest <= DOWNLOAD_MAX_PX, before
+    assert 0 < height <= DOWNLOAD_MAX_PX, height
+    with page.expect_download(timeout=UI_WAIT_MS) as info:
+        ready.click()
+    assert info.value.suggested_filename == "h2h-leaderboard.csv"
+    assert LONG_NAME in Path(info.value.path()).read_text(encoding="utf-8-sig")
+    save_screenshot(page, "research-researcher-export-ready")

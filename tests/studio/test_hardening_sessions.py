@@ -69,7 +69,8 @@ def exported(client: httpx.Client, session_hash: str) -> str:
     assert join(client, session_hash, "h2h-export-leaderboard").status_code == 200
     done = result(client, session_hash)
     assert done["success"] is True, done
-    return str(done["output"]["data"][0]["path"])
+    shown = done["output"]["data"][0]  # the download button, shown with the file as its value
+    return str(shown.get("value", shown)["path"])
 
 
 def test_an_export_is_served_to_the_researcher_who_made_it_and_to_no_one_else(studio: str) -> None:
