@@ -13,7 +13,7 @@ from typing import Any
 from studio.services.errors import ServiceError
 from studio.ui.annotate_views import answer_choices, refusal_html, revise_panel
 from studio.ui.forms import shown_value
-from studio.ui.render import render_item, render_message
+from studio.ui.render import render_item, render_item_id, render_message
 from studio.ui.shown import ShownItem
 from studio.usecases import annotate
 
@@ -128,7 +128,8 @@ class ReviseParts:
                     )
             except ServiceError as error:
                 return [gr.skip(), gr.skip(), refusal_html(error)]
-            return [render_item(whole), gr.Button(visible=False), render_message("Showing every text whole.")]
+            chat = render_item_id(shown.item_id) + render_item(whole)
+            return [chat, gr.Button(visible=False), render_message("Showing every text whole.")]
 
         return show_all
 

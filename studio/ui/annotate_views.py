@@ -20,6 +20,7 @@ from studio.ui.render import (
     escape_text,
     render_context,
     render_item,
+    render_item_id,
     render_message,
     render_persona,
     render_progress,
@@ -64,10 +65,10 @@ def progress_html(progress: Mapping[str, Any]) -> str:
 
 
 def item_panel(shown: ShownItem, content: Mapping[str, Any], *, key: str, message: str, **extra: Any) -> Panel:
-    """The panel showing one item's ``content`` with the form ``key``."""
+    """The panel showing one item's ``content`` (its id above the chat) with the form ``key``."""
     return Panel(
         shown,
-        render_item(content),
+        render_item_id(shown.item_id) + render_item(content),
         render_persona(content.get("persona")),
         render_context(content.get("context")),
         extra.pop("progress_html", None),

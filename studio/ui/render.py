@@ -249,6 +249,11 @@ def render_item(content: Mapping[str, Any]) -> str:
     return "".join(parts)
 
 
+def render_item_id(item_id: int) -> str:
+    """The item's id as the page shows it above the chat ("Item 12"), so a person can name the item they mean."""
+    return f'<div class="h2h-item-id">Item {int(item_id)}</div>'
+
+
 def _duration(seconds: float) -> str:
     whole = round(seconds)
     return f"{whole} s" if whole < 60 else f"{whole // 60} min {whole % 60:02d} s"
@@ -305,6 +310,7 @@ CHAT_CSS = """
 .h2h-input { border: 2px solid #6366f1; }
 .h2h-who { font-size: 0.8em; font-weight: 600; color: #475569; margin-bottom: 2px; }
 .h2h-subtask { font-size: 0.8em; color: #64748b; }
+.h2h-item-id { font-size: 0.85em; font-weight: 600; color: #475569; margin-bottom: 4px; }
 .h2h-pair { display: flex; flex-direction: column; gap: 8px; }
 .h2h-message.h2h-error { color: #b91c1c; }
 .h2h-progress { font-size: 0.95em; }

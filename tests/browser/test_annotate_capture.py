@@ -185,3 +185,28 @@ def test_the_campaign_list_is_loaded_once_and_a_first_click_is_kept(site: Studio
     handle.click()
     page.wait_for_selector("#h2h-chat .h2h-input", timeout=UI_WAIT_MS)
     wait_for_message(page, "Answer the questions below")
+
+
+KEY_BEFORE_JS = """(selector) => [...document.querySelectorAll(selector)].map(
+  (label) => getComputedStyle(label, '::before').content)"""
+
+
+def test_the_item_id_and_each_option_s_key_are_on_the_page(site: Studio, page: Any) -> None:
+    """Issue 16 item 9 (the annotate page): the item's id above the chat; each option's button shows its key, as the
+    keyboard counts them ("1 · Keep"; a rating's options already are their numbers), and what is stored is still the
+    option's value."""
+    sign_in(page, site, "pa09")
+    choose_campaign(page, "page-safety")
+    shown = page.evaluate("() => JSON.parse(document.querySelector('#h2h-shown-item textarea').value)")
+    assert page.inner_text("#h2h-chat .h2h-item-id") == f"Item {shown['item_id']}"
+    keyed = page.evaluate(KEY_BEFORE_JS, ".h2h-form fieldset[id$='-violation'] .wrap > label > span")
+    assert keyed == ['counter(h2h-key) " · "'] * 2  # drawn "1 · No", "2 · Yes"
+    ratings = page.evaluate(KEY_BEFORE_JS, ".h2h-form fieldset[id$='-safety'] .wrap > label > span")
+    assert ratings == ["none"] * 5  # "1 — unsafe", "2", ... show their keys already
+    page.keyboard.press("4")
+    page.keyboard.press("2")
+    page.keyboard.press("7")
+    save_screenshot(page, "annotate-annotator-item-id-and-option-keys")
+    page.keyboard.press("Enter")
+    [answer] = wait_for_answers(site, "pa09", "page-safety", 1)
+    assert answer.values == {"safety": 4, "violation": "yes", "violation_kind": ["other"]}
