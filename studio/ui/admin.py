@@ -55,8 +55,8 @@ class AdminTab:
     def _build_users(self) -> None:
         import gradio as gr
 
-        self.users_refresh = gr.Button("Refresh the list", elem_id="h2h-users-refresh")
-        self.users = table("People (select a row to fill in the name below)", "h2h-users", views.USER_COLUMNS)
+        # The forms first and the people under them: what a form says (a generated password above all) stays on
+        # the screen beside its button however long the list grows.
         with gr.Group():
             gr.Markdown("**Add a person**")
             with gr.Row():
@@ -66,6 +66,9 @@ class AdminTab:
                     label="Password (empty: generate one)", type="password", elem_id="h2h-new-password"
                 )
                 self.add_user = gr.Button("Add", variant="primary", elem_id="h2h-add-user")
+            # What adding said, and a generated password, right under the form (where the admin is looking).
+            self.add_message = gr.HTML(elem_id="h2h-add-message", js_on_load=None)
+            self.new_one_time = one_time_password("h2h-one-time-password")
         with gr.Group():
             gr.Markdown("**Change an account**")
             with gr.Row():
@@ -81,14 +84,10 @@ class AdminTab:
                     label="New password (empty: generate one)", type="password", elem_id="h2h-reset-text"
                 )
                 self.reset = gr.Button("Reset password", elem_id="h2h-reset-password")
-        self.users_message = gr.HTML(elem_id="h2h-users-message", js_on_load=None)
-        self.one_time = gr.Textbox(
-            label="Generated password (shown once: copy it now)",
-            interactive=False,
-            visible=False,
-            buttons=["copy"],
-            elem_id="h2h-one-time-password",
-        )
+            self.users_message = gr.HTML(elem_id="h2h-users-message", js_on_load=None)
+            self.reset_one_time = one_time_password("h2h-reset-one-time-password")
+        self.users_refresh = gr.Button("Refresh the list", elem_id="h2h-users-refresh")
+        self.users = table("People (select a row to fill in the name above)", "h2h-users", views.USER_COLUMNS)
 
     def _build_audit(self) -> None:
         import gradio as gr
@@ -112,13 +111,13 @@ class AdminTab:
         self.users_refresh.click(self._on_users(), outputs=[self.users], **PRIVATE)
         self.users.select(self._on_pick(), outputs=[self.account], **PRIVATE)
         # The typed password is emptied once it is set (not left ready for the next person).
-        shown = [self.users_message, self.one_time, self.users]
         self.add_user.click(
             self._on_add(),
             inputs=[self.new_username, self.new_role, self.new_password],
-            outputs=[*shown, self.new_password],
+            outputs=[self.add_message, self.new_one_time, self.users, self.new_password, self.reset_one_time],
             **PRIVATE,
         )
+        shown = [self.users_message, self.reset_one_time, self.users]
         for button, change in (
             (self.change_role, "role"),
             (self.deactivate, "deactivate"),
@@ -127,7 +126,7 @@ class AdminTab:
             (self.reset, "reset"),
         ):
             inputs = [self.account, self.account_role if change == "role" else self.reset_text]
-            outputs = [*shown, self.reset_text]
+            outputs = [*shown, self.reset_text, self.new_one_time]
             button.click(self._on_account(change), inputs=inputs, outputs=outputs, trigger_mode="once", **PRIVATE)
         filters = [self.audit_actor, self.audit_action, self.audit_entity, self.audit_entity_id, self.audit_page]
         self.audit_search.click(
@@ -159,7 +158,7 @@ class AdminTab:
     def _on_add(self) -> Any:
         import gradio as gr
 
-        @says_refusals(4)
+        @says_refusals(5)
         def on_add(username: str | None, role: str | None, password: str | None, request: gr.Request) -> list[Any]:
             with writing(self.open_context, request) as (session, caller):
                 outcome = admin.add_user(
@@ -167,7 +166,14 @@ class AdminTab:
                 )
                 listed = views.users_frame(admin.list_users(session, caller=caller))
             message, shown = views.password_message(outcome, f"Added {outcome.user.username} ({outcome.user.role})")
-            return [message, gr.Textbox(value=shown or "", visible=shown is not None), listed, ""]
+            # Only the password just generated is on the page: the other form's one goes.
+            return [
+                message,
+                gr.Textbox(value=shown or "", visible=shown is not None),
+                listed,
+                "",
+                gr.Textbox(value="", visible=False),
+            ]
 
         return on_add
 
@@ -189,13 +195,19 @@ class AdminTab:
     def _on_account(self, change: str) -> Any:
         import gradio as gr
 
-        @says_refusals(4)
+        @says_refusals(5)
         def on_account(username: str | None, value: Any, request: gr.Request) -> list[Any]:
             with writing(self.open_context, request) as (session, caller):
                 message, shown = self._account_change(session, caller, change, username or "", value)
                 listed = views.users_frame(admin.list_users(session, caller=caller))
             typed = "" if change == "reset" else gr.skip()
-            return [message, gr.Textbox(value=shown or "", visible=shown is not None), listed, typed]
+            return [
+                message,
+                gr.Textbox(value=shown or "", visible=shown is not None),
+                listed,
+                typed,
+                gr.Textbox(value="", visible=False),
+            ]
 
         return on_account
 
@@ -255,3 +267,16 @@ class AdminTab:
         listed = views.users_frame(admin.list_users(session, caller=caller)) if users else gr.skip()
         campaigns = self.campaigns.load_values(session, caller) if running else [gr.skip()] * 7
         return [*tabs, first, listed, *campaigns]
+
+
+def one_time_password(elem_id: str) -> Any:
+    """Where a generated password is shown, once, with a copy button: hidden until there is one."""
+    import gradio as gr
+
+    return gr.Textbox(
+        label="Generated password (shown once: copy it now)",
+        interactive=False,
+        visible=False,
+        buttons=["copy"],
+        elem_id=elem_id,
+    )

@@ -108,7 +108,7 @@ def password_message(outcome: PasswordSet, done: str) -> tuple[str, str | None]:
     """The message after adding a person or resetting a password, and the one-time password to show (or None)."""
     if outcome.password is None:
         return message_html(f"{done} (the password you typed)."), None
-    return message_html(f"{done}. Copy the generated password below now: it is shown this once."), outcome.password
+    return message_html(f"{done}. Copy the generated password just below now: it is shown this once."), outcome.password
 
 
 def problems_html(problems: list[str]) -> str:

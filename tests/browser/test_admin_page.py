@@ -149,7 +149,7 @@ def test_the_admin_manages_accounts_and_reads_the_audit_log(admin_studio: Studio
 
     fill(page, "h2h-new-username", "newbie")
     page.click("#h2h-add-user")
-    wait_for_text(page, "#h2h-users-message", "Added newbie (annotator)")
+    wait_for_text(page, "#h2h-add-message", "Added newbie (annotator)")
     generated = page.input_value("#h2h-one-time-password textarea, #h2h-one-time-password input")
     assert len(generated) >= 16
     wait_for_row(page, "h2h-users", "newbie", 1, "annotator")
@@ -168,7 +168,8 @@ def test_the_admin_manages_accounts_and_reads_the_audit_log(admin_studio: Studio
     fill(page, "h2h-reset-text", "a brand new password")
     page.click("#h2h-reset-password")
     wait_for_text(page, "#h2h-users-message", "New password set for annotator03")
-    assert not page.locator("#h2h-one-time-password").is_visible()  # typed, so not shown back
+    assert not page.locator("#h2h-reset-one-time-password").is_visible()  # typed, so not shown back
+    assert not page.locator("#h2h-one-time-password").is_visible()  # and the one shown when adding is gone
     assert browser_sign_in_error(browser, admin_studio, "annotator03", PASSWORD) == "Wrong username or password."
     assert browser_sign_in_error(browser, admin_studio, "annotator03", "a brand new password") == ""
     assert rest_login(admin_studio, "annotator03", "a brand new password") == 200
@@ -364,8 +365,8 @@ def test_refusals_are_said_beside_the_form_which_stays_usable(admin_studio: Stud
     wait_for_row(page, "h2h-users", "annotator01", 1, "annotator")
     fill(page, "h2h-new-username", "annotator01")  # taken
     page.click("#h2h-add-user")
-    page.wait_for_selector("#h2h-users-message .h2h-error", timeout=UI_WAIT_MS)
-    assert "annotator01" in page.inner_text("#h2h-users-message")
+    page.wait_for_selector("#h2h-add-message .h2h-error", timeout=UI_WAIT_MS)  # said under the form that was used
+    assert "annotator01" in page.inner_text("#h2h-add-message")
     assert "annotator01" in rows_of(page, "h2h-users")  # the table is still there
     fill(page, "h2h-account-username", "annotator04")
     fill(page, "h2h-reset-text", "another brand new password")
@@ -373,3 +374,49 @@ def test_refusals_are_said_beside_the_form_which_stays_usable(admin_studio: Stud
     wait_for_text(page, "#h2h-users-message", "New password set for annotator04")
     assert page.input_value("#h2h-reset-text input, #h2h-reset-text textarea") == ""  # not left for the next person
     shot(page, "admin-admin-user-refused-then-reset")
+
+
+#: Where ``#id``'s box is on the screen: [top, bottom, the viewport's height, the page's scroll offset].
+SCREEN_BOX_JS = """(id) => { const box = document.querySelector('#' + id).getBoundingClientRect();
+  return [box.top, box.bottom, window.innerHeight, window.scrollY]; }"""
+
+
+def generated_password_in_view(page: Any, button: str, shown: str) -> str:
+    """Click ``#button`` and wait for the generated password in ``#shown``; it must be on the screen as the click
+    left it (no scrolling since) and near the button. The password."""
+    page.locator(f"#{button}").scroll_into_view_if_needed()
+    scrolled = page.evaluate("window.scrollY")
+    page.click(f"#{button}")
+    page.wait_for_function(
+        "(id) => ((document.querySelector('#' + id + ' input, #' + id + ' textarea') || {}).value || '').length >= 16",
+        arg=shown,
+        timeout=UI_WAIT_MS,
+    )
+    page.wait_for_timeout(300)  # the table above redraws with the new row
+    top, bottom, height, now = page.evaluate(SCREEN_BOX_JS, shown)
+    button_top, button_bottom, _height, _now = page.evaluate(SCREEN_BOX_JS, button)
+    assert now == scrolled, (scrolled, now)  # nobody scrolled
+    assert top >= 0 and bottom <= height, (top, bottom, height)  # the whole box on the screen
+    assert top - button_bottom <= 160, (button_top, button_bottom, top)  # right under the form that made it
+    return str(page.input_value(f"#{shown} input, #{shown} textarea"))
+
+
+def test_a_generated_password_shows_where_the_admin_is_looking(admin_studio: Studio, browser: Any) -> None:
+    """On a 1400 × 1000 screen, with the people's table above the forms, adding a person and resetting a password
+    without typing one show the generated password right under the button pressed, on the screen as it was."""
+    context = browser.new_context(viewport={"width": 1400, "height": 1000})
+    page = context.new_page()
+    try:
+        open_admin(page, admin_studio, "Users")
+        wait_for_row(page, "h2h-users", "annotator01", 1, "annotator")
+        fill(page, "h2h-new-username", "shown-where-added")
+        added = generated_password_in_view(page, "h2h-add-user", "h2h-one-time-password")
+        shot(page, "admin-admin-generated-password-beside-add")
+        assert rest_login(admin_studio, "shown-where-added", added) == 200
+        fill(page, "h2h-account-username", "shown-where-added")
+        reset = generated_password_in_view(page, "h2h-reset-password", "h2h-reset-one-time-password")
+        shot(page, "admin-admin-generated-password-beside-reset")
+        assert reset != added and rest_login(admin_studio, "shown-where-added", reset) == 200
+        assert rest_login(admin_studio, "shown-where-added", added) == 401
+    finally:
+        context.close()
