@@ -213,7 +213,7 @@ class CurateTab:
                     page_size=page_size or 25,
                 )
             shown = tables.scenario_list(found)
-            return [tables.sized(shown.frame, max_chars=tables.LIST_COLUMN_CHARS), shown.summary, shown.page]
+            return [tables.listed(shown), shown.summary, shown.page]
 
         return on_browse
 
@@ -316,7 +316,7 @@ class CurateTab:
         return [
             *self._versions_values(session, caller),
             gr.Dropdown(choices=[("all campaigns", ""), *[(name, name) for name in names]], value=""),
-            tables.sized(first.frame, max_chars=tables.LIST_COLUMN_CHARS),
+            tables.listed(first),
             first.summary,
             first.page,
         ]

@@ -26,6 +26,14 @@ SCENARIO_COLUMNS: list[str] = ["id", "status", "crowd", "LLM", "flags", "user in
 LIST_TEXT_CHARS = 60
 #: The widest a column of the list grows (in characters) before its words wrap: six columns in half the page.
 LIST_COLUMN_CHARS = 16
+
+
+def listed(shown: TablePage) -> Any:
+    """The scenario list (:func:`scenario_list`) for its ``gr.Dataframe``: its columns fill the list's half of the
+    page and no more (:func:`fitted`), the user input the widest."""
+    return fitted(shown.frame, max_chars=LIST_COLUMN_CHARS, texts=("user input",))
+
+
 RESPONSE_COLUMNS: list[str] = [
     "scenario_id",
     "model",
@@ -201,21 +209,25 @@ def _longest_word(value: Any) -> int:
     return max((len(word) for word in str(value).split()), default=0)
 
 
-def fitted_widths(frame: pd.DataFrame, *, max_chars: int = 20, padding_chars: int = 2) -> list[str | int]:
+def fitted_widths(
+    frame: pd.DataFrame, *, max_chars: int = 20, padding_chars: int = 2, texts: tuple[str, ...] = ()
+) -> list[str | int]:
     """Column widths in percent of the table's width, in proportion to what each column needs without breaking a
     word: its header's and its cells' longest word (at most ``max_chars``: a long model name wraps), plus
-    ``padding_chars``. The columns add up to the table's width, so the table never scrolls sideways; where the page
-    is too narrow for the words, a word breaks inside its cell rather than push a column out of view."""
+    ``padding_chars``; a column of running text (``texts``) takes ``max_chars``, so its lines are not a word long.
+    The columns add up to the table's width, so the table never scrolls sideways; where the page is too narrow for
+    the words, a word breaks inside its cell rather than push a column out of view."""
     needs = []
     for column in frame.columns:
         words = [_longest_word(column)] + [_longest_word(cell) for cell in frame[column] if cell is not None]
-        needs.append(min(max(words), max_chars) + padding_chars)
+        needs.append((max_chars if column in texts else min(max(words), max_chars)) + padding_chars)
     total = sum(needs) or 1
     return [f"{100 * need / total:.2f}%" for need in needs]
 
 
-def fitted(frame: pd.DataFrame, *, max_chars: int = 20) -> Any:
-    """``frame`` for a wrapping ``gr.Dataframe`` as wide as the page and no wider (:func:`fitted_widths`)."""
+def fitted(frame: pd.DataFrame, *, max_chars: int = 20, texts: tuple[str, ...] = ()) -> Any:
+    """``frame`` for a wrapping ``gr.Dataframe`` as wide as its place on the page and no wider
+    (:func:`fitted_widths`)."""
     import gradio as gr
 
-    return gr.Dataframe(value=frame, column_widths=fitted_widths(frame, max_chars=max_chars))
+    return gr.Dataframe(value=frame, column_widths=fitted_widths(frame, max_chars=max_chars, texts=texts))

@@ -51,7 +51,7 @@ def _run_dir(folder: Path) -> Path:
     """A second run: 30 more scenarios to list, and the one to open with three answers and their scores."""
     listed = [
         Scenario(
-            id=f"l-dlg-{number:02d}",
+            id=f"layout-dialogue_base-{number:03d}",  # ids as long as the demo's
             subtask="dialogue_base",
             persona="Mia, a warm illustrator.",
             user_input=f"今天加班到很晚，有点撑不住了 ({number})。" * 3,
@@ -202,7 +202,7 @@ def test_the_list_and_the_decision_form_are_side_by_side_on_a_short_page(layout_
     assert listing["y"] < VIEWPORT["height"] and form["y"] < VIEWPORT["height"], (listing, form)
     assert height <= 2 * VIEWPORT["height"], height
     assert page.evaluate("document.documentElement.scrollWidth") <= VIEWPORT["width"]
-    for area in ("#h2h-detail-item", "#h2h-decision", "#h2h-llm-verdict"):
+    for area in ("#h2h-scenarios", "#h2h-detail-item", "#h2h-decision", "#h2h-llm-verdict"):
         assert page.evaluate(SIDEWAYS_JS, area) == [], area
     save_screenshot(page, "curate-curator-first-screen", full_page=False)
 
@@ -221,15 +221,15 @@ def area_height(page: Any, elem_id: str) -> float:
 def test_a_versions_download_is_a_button_no_taller_than_a_link(layout_studio: Studio, wide: Any) -> None:
     page = wide
     open_curate(page, layout_studio)
-    open_scenario(page, "l-dlg-01")
+    open_scenario(page, "layout-dialogue_base-001")
     page.locator("#h2h-action").get_by_text("Accept", exact=True).click()
     fill(page, "h2h-reason", "Checked.")
     page.click("#h2h-decide")
-    wait_for_text(page, "#h2h-decision-message", "l-dlg-01: accept saved")
+    wait_for_text(page, "#h2h-decision-message", "layout-dialogue_base-001: accept saved")
     page.get_by_role("tab", name="Dataset versions").click()
     fill(page, "h2h-version-name", "layout-v1")
     page.click("#h2h-publish-preview")
-    wait_for_text(page, "#h2h-publish-rows", "l-dlg-01")
+    wait_for_text(page, "#h2h-publish-rows", "layout-dialogue_base-001")
     page.click("#h2h-publish")
     wait_for_text(page, "#h2h-publish-message", "Published layout-v1")
     wait_for_text(page, "#h2h-versions", "layout-v1")
@@ -248,5 +248,5 @@ def test_a_versions_download_is_a_button_no_taller_than_a_link(layout_studio: St
     with page.expect_download(timeout=UI_WAIT_MS) as info:
         button.click()
     assert info.value.suggested_filename == "h2h-scenarios-layout-v1.csv"
-    assert "l-dlg-01" in Path(info.value.path()).read_text(encoding="utf-8-sig")
+    assert "layout-dialogue_base-001" in Path(info.value.path()).read_text(encoding="utf-8-sig")
     save_screenshot(page, "curate-curator-version-download")
