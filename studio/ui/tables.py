@@ -28,12 +28,6 @@ LIST_TEXT_CHARS = 60
 LIST_COLUMN_CHARS = 16
 
 
-def listed(shown: TablePage) -> Any:
-    """The scenario list (:func:`scenario_list`) for its ``gr.Dataframe``: its columns fill the list's half of the
-    page and no more (:func:`fitted`), the user input the widest."""
-    return fitted(shown.frame, max_chars=LIST_COLUMN_CHARS, texts=("user input",))
-
-
 RESPONSE_COLUMNS: list[str] = [
     "scenario_id",
     "model",
@@ -161,6 +155,12 @@ def scenario_list(found: Page) -> TablePage:
     ]
     pages = Paging(page=found.page, page_size=found.page_size).pages(found.total)
     return TablePage(pd.DataFrame(rows, columns=SCENARIO_COLUMNS), found.total, found.page, pages)
+
+
+def listed(shown: TablePage) -> Any:
+    """The scenario list (:func:`scenario_list`) for its ``gr.Dataframe``: its columns fill the list's half of the
+    page and no more (:func:`fitted`), the user input the widest."""
+    return fitted(shown.frame, max_chars=LIST_COLUMN_CHARS, texts=("user input",))
 
 
 def table(
