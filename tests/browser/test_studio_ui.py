@@ -224,12 +224,12 @@ def test_a_crafted_ui_request_for_an_expert_campaign_is_refused(studio: Studio) 
         signed_in = client.post("/login", data={"username": "annotator03", "password": "browser-test-pw"})
         assert signed_in.status_code == 303
         session_hash = uuid.uuid4().hex
-        loaded = call_gradio_event(client, session_hash, "h2h-refresh", "click", [])
+        loaded = call_gradio_event(client, session_hash, "h2h-refresh", "click", [None])  # the campaign chosen: none
         offered = [choice[1] for choice in loaded["output"]["data"][0]["choices"]]
         assert offered == ["test-crowd_vote", "test-sap_safety"]
-        refused = call_gradio_event(client, session_hash, "h2h-campaign", "change", ["test-adjudication"])
+        refused = call_gradio_event(client, session_hash, "h2h-campaign", "input", ["test-adjudication"])
         assert refused["success"] is False
-        allowed = call_gradio_event(client, session_hash, "h2h-campaign", "change", ["test-crowd_vote"])
+        allowed = call_gradio_event(client, session_hash, "h2h-campaign", "input", ["test-crowd_vote"])
         assert allowed["success"] is True
     engine = create_db_engine(studio.store.database_url)
     try:
