@@ -156,38 +156,59 @@ def item_row(session: Session, item_id: int) -> Row[*tuple[Any, ...]] | None:
     return core_connection(session).execute(_item_query(), {"item_id": item_id}).first()
 
 
-@lru_cache(maxsize=4)
-def _candidate_query(skipped: bool, fill: bool) -> Select[*tuple[Any, ...]]:
-    """The next-item query, once per process and kind (building a SELECT and its cache key costs more than
+def _open_to(item: Any, user_id: Any) -> tuple[Any, ...]:
+    """The conditions of an ``item`` (the item table or an alias of it) of ``campaign_id`` that ``user_id`` may take
+    now: short of its quota counting live leases, neither answered nor skipped by them. Bound per
+    call: campaign_id, quota, now."""
+    now, quota = _now_param(), bindparam("quota", type_=Integer())
+    live = select(func.count()).where(col(Lease.item_id) == item.id, *_live_lease(now)).scalar_subquery()
+    answered = exists().where(col(Answer.item_id) == item.id, col(Answer.user_id) == user_id)
+    skipped = exists().where(col(Skip.item_id) == item.id, col(Skip.user_id) == user_id)
+    return (
+        item.campaign_id == bindparam("campaign_id"),
+        item.answer_count < quota,
+        item.answer_count + live < quota,
+        ~answered,
+        ~skipped,
+    )
+
+
+@lru_cache(maxsize=3)
+def _candidate_query(kind: str) -> Select[*tuple[Any, ...]]:
+    """The next-item query of ``kind``, once per process (building a SELECT and its cache key costs more than
     running it). Bound per call: campaign_id, quota, user_id, now.
 
-    ``fill``: the item with the most answers and live leases first (a team completes items before it starts new
-    ones); else the least-answered first. Items this person skipped come after all others either way."""
-    now, user_id, quota = _now_param(), bindparam("user_id", type_=Integer()), bindparam("quota", type_=Integer())
-    live = select(func.count()).where(col(Lease.item_id) == col(Item.id), *_live_lease(now)).scalar_subquery()
-    answered = exists().where(col(Answer.item_id) == col(Item.id), col(Answer.user_id) == user_id)
-    skip_match = and_(col(Skip.item_id) == col(Item.id), col(Skip.user_id) == user_id)
-    query = select(*_ITEM_COLUMNS).where(
-        col(Item.campaign_id) == bindparam("campaign_id"),
-        col(Item.answer_count) < quota,
-        col(Item.answer_count) + live < quota,
-        ~answered,
-    )
-    taken = (col(Item.answer_count) + live).desc() if fill else col(Item.answer_count)
-    if skipped:
-        query = query.join(Skip, skip_match).order_by(col(Skip.skipped_at), taken, col(Item.position))
-    else:
-        query = query.where(~exists().where(skip_match)).order_by(taken, col(Item.position))
-    return query.limit(1)
+    ``spread``: the least-answered first, in position order. ``fill``: among the items with the most answers open to
+    the person, the first in position order (a team completes items before it starts new ones) — the highest count
+    found by a scalar subquery, so both orders are index scans in one statement, where ORDER BY answer_count DESC,
+    position would sort every open item on each request. ``skipped``: the person's skipped items, in the order they
+    skipped them (they come after all others whatever the order)."""
+    user_id = bindparam("user_id", type_=Integer())
+    if kind == "skipped":
+        open_now = _open_to(_table(Item).c, user_id)[:-1]  # a skipped item is what this kind is for
+        skip_match = and_(col(Skip.item_id) == col(Item.id), col(Skip.user_id) == user_id)
+        query = select(*_ITEM_COLUMNS).where(*open_now).join(Skip, skip_match)
+        return query.order_by(col(Skip.skipped_at), col(Item.answer_count), col(Item.position)).limit(1)
+    conditions = _open_to(_table(Item).c, user_id)
+    if kind == "fill":
+        other = _table(Item).alias("fullest")
+        fullest = select(other.c.answer_count).where(*_open_to(other.c, user_id))
+        level = fullest.order_by(other.c.answer_count.desc()).limit(1).scalar_subquery()
+        # An equality on answer_count (the subquery's count is below the quota already): the index then gives the
+        # items at that count in position order; with the range kept beside it, SQLite scanned and sorted them all.
+        conditions = (conditions[0], col(Item.answer_count) == level, *conditions[2:])
+    query = select(*_ITEM_COLUMNS).where(*conditions)
+    return query.order_by(col(Item.answer_count), col(Item.position)).limit(1)
 
 
 def candidate_item(
     session: Session, campaign: CampaignState, user_id: int, now: datetime, *, skipped: bool
 ) -> Row[*tuple[Any, ...]] | None:
-    """The first open item for this person, among the ones they skipped or the ones they did not."""
+    """The first open item for this person, among the ones they skipped or the ones they did not — those in the
+    campaign's ``assignment`` order (``fill``: the items with the most answers first; ``spread``: the fewest)."""
     bound = {"campaign_id": campaign.id, "quota": campaign.people_per_item, "user_id": user_id, "now": now}
-    query = _candidate_query(skipped, campaign.assignment == "fill")
-    return core_connection(session).execute(query, bound).first()
+    kind = "skipped" if skipped else "fill" if campaign.assignment == "fill" else "spread"
+    return core_connection(session).execute(_candidate_query(kind), bound).first()
 
 
 @lru_cache(maxsize=1)

@@ -92,9 +92,7 @@ def ruled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
         yield Studio(url, store)
 
 
-def test_the_curate_page_states_the_rule_and_applies_the_crowds_subtask_in_one_action(
-    ruled: Studio, page: Any
-) -> None:
+def test_the_curate_page_states_the_rule_and_applies_the_crowds_subtask_in_one_action(ruled: Studio, page: Any) -> None:
     sign_in(page, ruled, CURATOR)
     page.get_by_role("tab", name="Curate").click()
     open_by_id(page, "b-dialogue-2", "Work was long today (2).")
