@@ -70,6 +70,15 @@ def _summary(campaign: Campaign, rule: str, answers: pd.DataFrame, complete: pd.
     )
 
 
+def _closed_words(campaign: Campaign, below_quota: int) -> str:
+    """What a closed campaign's rule did with its items below quota (nothing to say while it is open)."""
+    if campaign.status != "closed":
+        return ""
+    if campaign.decide_below_quota:
+        return " Closed with 'decide the items below quota': every answered item was decided on the answers it has."
+    return f" Closed: its {below_quota} item(s) below quota stay undecided."
+
+
 def _differs(old: float | None, new: float | None) -> bool:
     if old is None or new is None:
         return old is not new
@@ -188,6 +197,7 @@ def _run_rule(
     answers = campaign_answers(session, campaign) if answers is None else answers
     complete = complete_answers(answers, quota=complete_at(campaign))
     summary = _summary(campaign, rule.rule, answers, complete)
+    summary.statement = rule.statement() + _closed_words(campaign, summary.below_quota)
     _HANDLERS[type(rule)](Run(session, campaign, schema, complete, summary), rule)
     return summary
 

@@ -38,6 +38,8 @@ class AggregationSummary(BaseModel):
     campaign: str
     workflow_type: str
     rule: str
+    #: The rule in words (``studio.rules``) and, for a closed campaign, what became of its items below quota.
+    statement: str = ""
     answers: int
     complete_items: int
     incomplete_items: int

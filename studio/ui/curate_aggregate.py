@@ -1,4 +1,5 @@
-"""The Curate page's Aggregation tab: run the campaigns' aggregation rules, and compare the LLM rater with the
+"""The Curate page's Aggregation tab: run the campaigns' aggregation rules (each stated in words beside what it found
+and changed), and compare the LLM rater with the
 people on a pairwise campaign, or on each of them for "all campaigns" (``studio.services.rater``: the numbers
 ``h2h rater-agreement`` prints). A choice with nothing to compare (no pairwise campaign, a campaign that is not one)
 is said in the note above the table, not as an error."""
@@ -7,10 +8,9 @@ is said in the note above the table, not as an error."""
 # a handler's annotations, and `gradio` is imported inside functions (it is heavy).
 from typing import Any
 
-import pandas as pd
-
 from studio.ui import curate_views as views
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
+from studio.ui.decision_views import rules_html
 from studio.ui.render import render_message
 from studio.ui.tables import table
 from studio.usecases import curate
@@ -28,6 +28,7 @@ class AggregationPanel:
         with gr.Row():
             self.campaign = gr.Dropdown([], label="Campaign (empty: all)", elem_id="h2h-aggregate-campaign")
             self.aggregate = gr.Button("Run aggregation", variant="primary", elem_id="h2h-aggregate")
+        self.rules = gr.HTML(elem_id="h2h-aggregation-rules", js_on_load=None)
         self.aggregation = table("What aggregation found and changed", "h2h-aggregation")
         self.rater = gr.Button("Compare the LLM rater with the humans (pairwise)", elem_id="h2h-rater-agreement")
         self.rater_note = gr.HTML(elem_id="h2h-rater-note", js_on_load=None)
@@ -37,7 +38,7 @@ class AggregationPanel:
         self.aggregate.click(
             self._on_aggregate(),
             inputs=[self.campaign],
-            outputs=[self.aggregation],
+            outputs=[self.rules, self.aggregation],
             trigger_mode="once",
             api_visibility="private",
         )
@@ -51,14 +52,14 @@ class AggregationPanel:
     def _on_aggregate(self) -> Any:
         import gradio as gr
 
-        def on_aggregate(campaign: str | None, request: gr.Request) -> pd.DataFrame:
+        def on_aggregate(campaign: str | None, request: gr.Request) -> list[Any]:
             context = self.open_context(request)
             with refused_as_gradio_errors():
                 with context.reading() as (session, caller):  # the long read, off the write lock
                     answers = curate.answers_to_aggregate(session, caller=caller, campaign=campaign)
                 with context.writing() as (session, caller):
                     summaries = curate.write_aggregation(session, caller=caller, campaign=campaign, answers=answers)
-            return views.aggregation_frame(summaries)
+            return [rules_html(summaries), views.aggregation_frame(summaries)]
 
         return on_aggregate
 

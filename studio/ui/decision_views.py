@@ -9,6 +9,8 @@ from typing import Any
 
 import pandas as pd
 
+from studio.rules import QUOTA_RULE
+from studio.services.aggregation import AggregationSummary
 from studio.services.publishing import PublishPreview
 from studio.ui.render import escape_text
 
@@ -69,3 +71,13 @@ def preview_message(preview: PublishPreview) -> str:
     if not preview.rows:
         return preview.words() + " Nothing to publish."
     return preview.words() + " Publish publishes exactly these (a change in between refuses it: preview again)."
+
+
+def rules_html(summaries: list[AggregationSummary]) -> str:
+    """The rules an aggregation run applied, per campaign, in words, and when an item counts as decided."""
+    items = "".join(
+        f"<li><b>{escape_text(summary.campaign)}</b> ({escape_text(summary.workflow_type)}): "
+        f"{escape_text(summary.statement)}</li>"
+        for summary in summaries
+    )
+    return f'<div class="h2h-rules"><p>{escape_text(QUOTA_RULE)}</p><ul>{items}</ul></div>'

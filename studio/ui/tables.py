@@ -51,11 +51,12 @@ AGGREGATION_COLUMNS: list[str] = [
     "rule",
     "answers",
     "complete_items",
-    "incomplete_items",
+    "below_quota",
     "changed",
     "review_campaign",
     "review_items_opened",
     "statuses",
+    "labels",
     "pending_adjudication",
 ]
 

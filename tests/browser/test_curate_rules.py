@@ -109,3 +109,18 @@ def test_the_curate_page_states_the_rule_and_applies_the_crowds_subtask_in_one_a
     [row] = read_store(ruled, select(ScenarioStatus).where(ScenarioStatus.scenario_id == "b-dialogue-2"))
     assert (row.status, row.edits, row.decided_by) == ("needs_curator", {"subtask": "dialogue_emotion"}, "")
     save_screenshot(page, "curate-crowd-subtask-applied")
+
+
+def test_running_aggregation_states_each_campaigns_rule_beside_what_it_changed(ruled: Studio, page: Any) -> None:
+    sign_in(page, ruled, CURATOR)
+    page.get_by_role("tab", name="Curate").click()
+    page.get_by_role("tab", name="Aggregation").click()
+    page.click("#h2h-aggregate")
+    rules = "#h2h-aggregation-rules"
+    wait_for_text(page, rules, "An item is decided once it has its campaign's quota of answers (complete_at).")
+    wait_for_text(page, rules, "crowd (crowd_vote): Crowd decision: the most common answer among an item's votes")
+    wait_for_text(page, rules, "it is flagged for a curator, who applies it with one action")
+    wait_for_text(page, rules, "experts (expert_review): Expert review: a criterion passes when more experts pass")
+    wait_for_text(page, rules, "With a crowd vote (agree_or_curator): where the crowd decided the scenario")
+    wait_for_text(page, "#h2h-aggregation", "below_quota")
+    save_screenshot(page, "curate-aggregation-rules")

@@ -79,6 +79,7 @@ def test_closing_a_20_per_item_campaign_early_decides_nothing_on_single_votes(ma
         "quota; 0 have no answer. The 61 below quota stay undecided (aggregation leaves them out)."
     )
     assert (summary.complete_items, summary.below_quota, summary.changed, summary.statuses) == (0, 61, 0, {})
+    assert summary.statement.endswith("Closed: its 61 item(s) below quota stay undecided.")
     with write_session(many) as session:
         set_campaign_status(session, name="crowd", status="open", actor="admin")
         set_campaign_status(session, name="crowd", status="closed", actor="admin", decide_below_quota=True)
