@@ -308,6 +308,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--db", default=None, help="store URL (default: a new SQLite file in a temporary folder)")
     parser.add_argument("--items", type=int, default=2000, help="scenarios = campaign items (default 2000)")
     parser.add_argument("--people-per-item", type=int, default=20, help="campaign quota per item (default 20)")
+    parser.add_argument(
+        "--assignment",
+        choices=("fill", "spread"),
+        default="fill",
+        help="the campaign's queue order (default fill, as a new campaign's; spread: least-answered first)",
+    )
     parser.add_argument("--pause-min", type=float, default=0.5)
     parser.add_argument("--pause-max", type=float, default=1.5)
     parser.add_argument("--seed", type=int, default=7)
@@ -343,6 +349,7 @@ def main(argv: list[str] | None = None) -> int:
             scenarios=args.items,
             people_per_item=args.people_per_item,
             annotators=args.clients,
+            assignment=args.assignment,
         )
         if args.faults:
             return run_faults(store, database_url, work_dir, args)

@@ -53,9 +53,17 @@ def _ensure_scenarios(engine: Engine, work_dir: Path, count: int) -> None:
 
 
 def prepare_store(
-    database_url: str, work_dir: Path, *, tag: str, scenarios: int, people_per_item: int, annotators: int
+    database_url: str,
+    work_dir: Path,
+    *,
+    tag: str,
+    scenarios: int,
+    people_per_item: int,
+    annotators: int,
+    assignment: str = "fill",
 ) -> BenchStore:
-    """Migrate the store, ingest scenarios, create ``annotators`` accounts and a crowd_vote campaign over them."""
+    """Migrate the store, ingest scenarios, create ``annotators`` accounts and a crowd_vote campaign over them
+    (``assignment``: its queue order, ``fill`` as a campaign's default)."""
     from studio.db import create_db_engine, upgrade_db, write_session
     from studio.schemas import load_schemas
     from studio.services.auth import create_user
@@ -73,7 +81,12 @@ def prepare_store(
                 create_user(session, username=username, password=password, role="annotator", actor="bench")
         with write_session(engine) as session:
             campaign = create_campaign(
-                session, name=f"{tag}-vote", schema=schema, people_per_item=people_per_item, actor="bench"
+                session,
+                name=f"{tag}-vote",
+                schema=schema,
+                people_per_item=people_per_item,
+                actor="bench",
+                assignment=assignment,
             )
             items = _campaign_items(session, campaign.id)
     finally:
