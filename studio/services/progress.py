@@ -26,6 +26,12 @@ def complete_at(campaign: Campaign | CampaignState) -> int:
     aggregation, the Research page, the campaign lists and the annotate page count "complete" by."""
     if campaign.status == "closed" and campaign.decide_below_quota:
         return 1
+    return quota_of(campaign)
+
+
+def quota_of(campaign: Campaign | CampaignState) -> int:
+    """The answers that decide one of ``campaign``'s items while it is open (or closed with its items below quota
+    left undecided): :func:`studio.results.aggregate.completion_quota` of its schema's rule."""
     schema = campaign.schema if isinstance(campaign, CampaignState) else campaign_schema(campaign)
     return completion_quota(
         schema.aggregation, people_per_item=campaign.people_per_item, min_people_per_item=schema.min_people_per_item
@@ -92,10 +98,7 @@ class QuotaReport(BaseModel):
 
 def quota_report(session: Session, campaign: Campaign) -> QuotaReport:
     """Count ``campaign``'s items by how far they are from the quota that decides them while it is open."""
-    schema = campaign_schema(campaign)
-    quota = completion_quota(
-        schema.aggregation, people_per_item=campaign.people_per_item, min_people_per_item=schema.min_people_per_item
-    )
+    quota = quota_of(campaign)
     items, at_quota, unanswered = session.execute(
         select(
             func.count(col(Item.id)),
