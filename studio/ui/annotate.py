@@ -7,10 +7,14 @@ item the rater saw, never the one the server moved on to meanwhile. Every handle
 ``studio.usecases.annotate`` in one session, which authorises the caller on every call: an annotator calling an
 expert campaign's handler through ``/gradio_api/*`` is refused there, not by a hidden component.
 
-Beside the chat, a side panel shows the persona and the scenario's context (memories, schedule, date, place). A
-submit checks the whole form first (:func:`studio.ui.forms.form_problems`) and says each problem under its
-question, leaving the form as it was. "Go back" lists the person's earlier answers; opening one shows that item
-with its answer in the form, and Submit revises it (:func:`studio.usecases.annotate.revise`, as ``PUT`` does).
+Beside the chat, a side panel shows the persona and the scenario's context (memories, schedule, date, place); the
+item's id is above the chat. A submit checks the whole form first (:func:`studio.ui.forms.form_problems`) and says
+each problem under its question, leaving the form as it was; a follow-up question (``when``) is shown and hidden in
+the page (:mod:`studio.ui.annotate_conditions`). "Go back" lists the person's earlier answers; opening one shows that
+item with its answer in the form, and Submit revises it (:func:`studio.usecases.annotate.revise`, as ``PUT`` does;
+the same answer again stores nothing and says so). A sign-in that ended meanwhile (an admin deactivated the person,
+reset their password or ended their sessions) leaves the page as it is, what was typed too, and says "You were
+signed out — sign in again".
 """
 
 # No `from __future__ import annotations` here: Gradio injects `gr.Request` only when it can resolve
@@ -21,11 +25,11 @@ from typing import Any
 from studio.schemas import WorkflowSchema
 from studio.services.answers_mine import NOTHING_CHANGED
 from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, ServiceError
-from studio.ui.annotate_conditions import conditions_html
-from studio.ui.annotate_form import FormParts
+from studio.ui.annotate_form import FormParts, build_form
+from studio.ui.annotate_keys import SHORTCUTS_HELP
 from studio.ui.annotate_views import Panel, panel_of, refusal_html
 from studio.ui.calls import OpenContext
-from studio.ui.forms import answers_from_form, build_component, form_problems, problem_of_error, summary_of
+from studio.ui.forms import answers_from_form, form_problems, problem_of_error, summary_of
 from studio.ui.render import render_message
 from studio.ui.shown import ShownItem
 from studio.usecases import annotate
@@ -36,13 +40,6 @@ __all__ = ["NO_FORM_YET", "AnnotateTab", "FormParts", "campaign_choices", "panel
 NO_FORM_YET = (
     "This campaign was created after the studio started, from a schema it has no form for yet. "
     "Ask an administrator to restart the studio."
-)
-SHORTCUTS_HELP = (
-    "**Keyboard:** digits choose the option with that number (**1–9**; for options 10 and up type both digits "
-    "quickly, **1** then **0**) in the question you are on, else in the first unanswered one; a multiple-choice "
-    "question takes several digits in a row (each ticks or unticks). Once every question is answered (revising an "
-    "answer), digits go to the question the last digit went to, else to the first one. **Tab** moves between "
-    "questions, **Enter** submits (in a number box too), **S** skips (not while typing in a text box)."
 )
 #: A submit refused because its lease no longer holds the item (skipped or answered meanwhile, or expired and handed
 #: on): the page moves on to the rater's next item and says so.
@@ -108,36 +105,10 @@ class AnnotateTab:
         self.revise.wire()
 
     def _build_form(self, key: str, schema: WorkflowSchema) -> None:
-        import gradio as gr
-
         # Element ids name the schema; a second version of one schema adds its digest so ids stay unique.
         name = schema.name if schema.name not in self.elem_names.values() else key.replace("@", "-")
         self.elem_names[key] = name
-        with gr.Column(visible=False, elem_id=f"h2h-form-{name}", elem_classes=["h2h-form"]) as column:
-            parts = FormParts(key, schema, column)
-            gr.Markdown(f"### {schema.title}\n\n{schema.instructions}")
-            if schema.guidelines:
-                with gr.Accordion("Guidelines and examples", open=False, elem_id=f"h2h-guidelines-{name}"):
-                    gr.Markdown(schema.guidelines)
-            for question in schema.questions:
-                # A conditional question's box is hidden and shown by the page (studio.ui.annotate_conditions).
-                with gr.Column(elem_id=f"q-box-{name}-{question.id}"):
-                    parts.fields.append(build_component(question, elem_id=f"q-{name}-{question.id}"))
-                    error = gr.HTML(
-                        "",
-                        elem_id=f"err-{name}-{question.id}",
-                        elem_classes=["h2h-field-error-box"],
-                        js_on_load=None,
-                        padding=False,
-                        visible=False,  # shown with its first error (FormParts.values)
-                    )
-                    parts.errors.append(error)
-            if any(question.when for question in schema.questions):
-                gr.HTML(conditions_html(schema, name), visible="hidden", js_on_load=None, padding=False)
-            with gr.Row():
-                parts.submit = gr.Button("Submit (Enter)", variant="primary", elem_classes=["h2h-submit"])
-                parts.skip = gr.Button("Skip (S)", elem_classes=["h2h-skip"])
-        self.parts[key] = parts
+        self.parts[key] = build_form(key, schema, name)
 
     def panel_outputs(self) -> list[Any]:
         return [
@@ -193,15 +164,14 @@ class AnnotateTab:
             self._load_campaigns(), inputs=[self.campaign], outputs=[self.campaign], api_visibility="private"
         )
         # `input` (a person's choice), not `change`: the page-load handler fills the picker, which Gradio reports as a
-        # change — a second round trip after every load whose blur (below) closed the list a person had just opened,
-        # so their first click hit a detached option. Blur the dropdown once the item is shown, so the keyboard
-        # shortcuts work without an extra click.
+        # change — a second round trip after each load, whose blur closed a list a person had just opened.
         shown = self.campaign.input(
             self._choose(),
             inputs=[self.campaign],
             outputs=[*self.panel_outputs(), self.revise.mine],
             api_visibility="private",
         )
+        # Blur the dropdown once the item is shown, so the keyboard shortcuts work without an extra click.
         shown.then(None, js="() => { if (document.activeElement) document.activeElement.blur(); }")
         self.show_all.click(
             self.revise.show_all_handler(),
@@ -210,27 +180,30 @@ class AnnotateTab:
             api_visibility="private",
         )
         for parts in self.parts.values():
-            outputs = [*self.panel_outputs(), *parts.outputs()]
-            # A set of inputs reaches the handler as one {component: value} dict, which leaves room for the
-            # `request` parameter Gradio injects (it cannot follow a *values parameter).
-            parts.submit.click(
-                self._submit_handler(parts),
-                inputs={self.shown, *parts.fields},
-                outputs=[*outputs, self.revise.mine],  # the earlier answers listed anew after a revision
-                api_visibility="private",
-                trigger_mode="once",
-            )
-            parts.skip.click(
-                self._skip_handler(parts),
-                inputs=[self.shown],
-                outputs=outputs,
-                api_visibility="private",
-                trigger_mode="once",
-            )
-            # A question's error goes as soon as the rater changes its answer (in the page: no server call); before,
-            # it stayed under a question already answered until the next Submit.
-            for answer, error in zip(parts.fields, parts.errors, strict=True):
-                answer.input(None, js="() => ''", outputs=[error])
+            self._wire_form(parts)
+
+    def _wire_form(self, parts: FormParts) -> None:
+        outputs = [*self.panel_outputs(), *parts.outputs()]
+        # A set of inputs reaches the handler as one {component: value} dict, which leaves room for the `request`
+        # parameter Gradio injects (it cannot follow a *values parameter).
+        parts.submit.click(
+            self._submit_handler(parts),
+            inputs={self.shown, *parts.fields},
+            outputs=[*outputs, self.revise.mine],  # the earlier answers listed anew after a revision
+            api_visibility="private",
+            trigger_mode="once",
+        )
+        parts.skip.click(
+            self._skip_handler(parts),
+            inputs=[self.shown],
+            outputs=outputs,
+            api_visibility="private",
+            trigger_mode="once",
+        )
+        # A question's error goes as soon as the rater changes its answer (in the page: no server call); before, it
+        # stayed under a question already answered until the next Submit.
+        for answer, error in zip(parts.fields, parts.errors, strict=True):
+            answer.input(None, js="() => ''", outputs=[error])
 
     def campaign_picker(self, session: Any, caller: Any, chosen: str | None = None) -> Any:
         """The campaign picker's choices for the caller (the open campaigns they may answer), ``chosen`` kept chosen

@@ -21,6 +21,14 @@ focus there. Enter submits (in a number question's box too), S skips. Keys typed
 from __future__ import annotations
 
 SECOND_DIGIT_MS = 700
+#: The rule above as the page states it, under the form.
+SHORTCUTS_HELP = (
+    "**Keyboard:** digits choose the option with that number (**1–9**; for options 10 and up type both digits "
+    "quickly, **1** then **0**) in the question you are on, else in the first unanswered one; a multiple-choice "
+    "question takes several digits in a row (each ticks or unticks). Once every question is answered (revising an "
+    "answer), digits go to the question the last digit went to, else to the first one. **Tab** moves between "
+    "questions, **Enter** submits (in a number box too), **S** skips (not while typing in a text box)."
+)
 
 #: Each option's key written before its label (``1 · Keep``), counted in the order the keys count (a CSS counter, so
 #: the label — and what is stored, the option's value — stays as it is). A rating whose options are their own

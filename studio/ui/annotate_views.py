@@ -1,5 +1,5 @@
 """What the annotate page shows, as plain values: the panel after an event (item, side panel, progress, message),
-a form's fields, errors and conditional questions, and the list of a person's earlier answers.
+a form's field errors, and the list of a person's earlier answers.
 
 Pure functions of the use cases' results (no Gradio, no session): the Annotate tab turns them into component
 values (:mod:`studio.ui.annotate`). Every text from data is escaped by :mod:`studio.ui.render`.
@@ -14,7 +14,7 @@ from typing import Any
 from studio.models import AnswerPublic
 from studio.schemas import Pairwise, WorkflowSchema
 from studio.services.errors import NotAuthenticated
-from studio.ui.forms import choices_of, is_asked, is_empty
+from studio.ui.forms import choices_of, is_empty
 from studio.ui.render import (
     SIGNED_OUT_HTML,
     escape_text,
@@ -108,19 +108,6 @@ def refusal_html(error: Exception | str) -> str:
     if isinstance(error, NotAuthenticated):
         return SIGNED_OUT_HTML
     return render_message(str(error), kind="error")
-
-
-def shown_questions(schema: WorkflowSchema, values: list[Any]) -> dict[str, bool]:
-    """For each conditional question (one with ``when``), whether the form shows it given ``values``."""
-    given: dict[str, Any] = {}
-    shown: dict[str, bool] = {}
-    for question, value in zip(schema.questions, values, strict=True):
-        asked = is_asked(question, given)
-        if question.when:
-            shown[question.id] = asked
-        if asked and not is_empty(value):
-            given[question.id] = value
-    return shown
 
 
 def field_error_html(problem: str | None) -> str:

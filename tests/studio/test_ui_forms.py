@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import json
 from typing import Any
 
 import pytest
@@ -15,7 +17,8 @@ from studio.schemas import (
     WorkflowSchema,
     load_schemas,
 )
-from studio.ui.annotate_views import answer_summary, field_error_html, shown_questions
+from studio.ui.annotate_conditions import condition_rules, conditions_html
+from studio.ui.annotate_views import answer_summary, field_error_html
 from studio.ui.forms import (
     answers_from_form,
     build_component,
@@ -119,12 +122,19 @@ def test_a_service_error_about_one_answer_goes_to_its_question(schemas: dict) ->
     assert problem_of_error(adjudication, "lease_id: the lease was skipped") is None
 
 
-def test_a_conditional_question_is_shown_only_while_its_condition_holds(schemas: dict) -> None:
-    assert shown_questions(schemas["sap_safety"], [None, None, []]) == {"violation_kind": False}
-    assert shown_questions(schemas["sap_safety"], [3, "yes", []]) == {"violation_kind": True}
+def test_each_form_carries_its_conditional_questions_rules_for_the_page(schemas: dict) -> None:
+    """Issue 16 item 2: a follow-up question is shown and hidden in the page (no server round trip), by the rules each
+    form carries: per conditional question, its box and, per question its ``when`` names, that field, its box and the
+    allowed values (what :func:`studio.ui.forms.is_asked` checks on the server)."""
+    rules = condition_rules(schemas["sap_safety"], "sap")
+    assert rules == [{"box": "q-box-sap-violation_kind", "when": [["q-sap-violation", "q-box-sap-violation", ["yes"]]]}]
+    carried = conditions_html(schemas["sap_safety"], "sap")
+    attribute = carried.split('data-h2h-conditions="', 1)[1].split('"', 1)[0]
+    assert "{" not in attribute and json.loads(html.unescape(attribute)) == rules  # inert in Gradio's template
     review = schemas["expert_review"]
-    shown = shown_questions(review, ["fail", "", "pass", "", "fail", ""])
-    assert shown == {"accuracy_note": True, "consistency_note": False, "domain_compliance_note": True}
+    asked_when = [question.id for question in review.questions if question.when]
+    assert [rule["box"] for rule in condition_rules(review, "er")] == [f"q-box-er-{qid}" for qid in asked_when]
+    assert conditions_html(schemas["crowd_vote"], "cv") == ""
 
 
 def test_every_bundled_option_reads_as_words_not_an_id(schemas: dict) -> None:
