@@ -435,3 +435,34 @@ def test_sign_in_never_redirects_off_the_site(guarded: Studio) -> None:
         for query in ("?next=https://evil.example/", "?next=//evil.example", "?redirect=%2F%2Fevil.example"):
             response = client.post(f"/login{query}", data={"username": "annotator01", "password": PASSWORD})
             assert response.status_code == 303 and response.headers["location"] == "/ui/", query
+
+
+#: Store text a handler would send only to someone signed in: scenario ids and texts, usernames, campaign names.
+SIGNED_IN_ONLY = ("b-dialogue", "b-itinerary", "b-risk", "Work was long", "annotator0", "sec-curator", "test-crowd")
+
+
+def test_a_page_whose_session_was_ended_gets_nothing_from_any_handler(guarded: Studio) -> None:
+    """Issue 16 item 4 lets a page's events through Gradio's sign-in check with the token the page signed in with,
+    once an admin ended that session, so the page can say "signed out" instead of bare error badges. Then every
+    handler must still refuse: no store change, and no store text in any output (a staff page has the most)."""
+    from studio.db import write_session
+    from studio.services.auth import revoke_sessions
+
+    with signed_in_client(guarded, "sec-curator") as client:
+        config = client.get("/ui/config").json()
+        handlers = [entry for entry in config["dependencies"] if entry.get("backend_fn")]
+        session_hash = uuid.uuid4().hex
+        [load] = [entry for entry in handlers if entry["targets"] and entry["targets"][0][1] == "load"]
+        assert call_dependency(client, load, [], session_hash)["success"] is True  # the page, signed in
+        engine = create_db_engine(guarded.store.database_url)
+        try:
+            with write_session(engine) as session:
+                assert revoke_sessions(session, username="sec-curator", actor="test") >= 1
+        finally:
+            engine.dispose()
+        before = store_rows(guarded)
+        for dependency in handlers:
+            result = call_dependency(client, dependency, default_inputs(config, dependency), session_hash)
+            shown = json.dumps(result["output"], ensure_ascii=False)
+            assert not any(text in shown for text in SIGNED_IN_ONLY), (dependency["api_name"], shown[:300])
+    assert store_rows(guarded) == before
