@@ -5,13 +5,11 @@ what is stored is that subtask as the curator's edit, the status left as the rul
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine
 from sqlmodel import select
 
 from studio.db import create_db_engine, write_session
@@ -23,31 +21,11 @@ from tests.browser.store_fixture import PASSWORD, build_store
 from tests.browser.test_curate_decisions import open_by_id
 from tests.browser.test_curate_research_ui import fill, read_store, wait_for_text
 from tests.serving import serve_in_thread
+from tests.studio.helpers import answer_all
 
 pytestmark = pytest.mark.browser
 CURATOR = "curator-rules"
 PASSED = {"accuracy": "pass", "consistency": "pass", "domain_compliance": "pass"}
-
-
-def _answer_all(engine: Engine, campaign: str, people: list[Any], values: Any) -> None:
-    from studio.services.answers import submit_answer
-    from studio.services.queue import next_item
-
-    for person in people:
-        while True:
-            with write_session(engine) as session:
-                view = next_item(session, campaign=campaign, user=person)
-                if view is None:
-                    break
-                submit_answer(
-                    session,
-                    campaign=campaign,
-                    user=person,
-                    item_id=view.item_id,
-                    lease_id=view.lease_id,
-                    submission_id=uuid.uuid4().hex,
-                    answers=values(view.item_id, person),
-                )
 
 
 def _flagging_crowd_vote() -> WorkflowSchema:
@@ -78,12 +56,12 @@ def ruled(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
         create_campaign(session, name="experts", schema=load_schemas()["expert_review"], selection=dialogue)
     crowd_people = [UserPublic.model_validate(person) for person in crowd]
 
-    def vote(_item: int, person: Any) -> dict[str, str]:
+    def vote(_item: Any, _response: Any, person: Any) -> dict[str, str]:
         label = "dialogue_emotion" if crowd_people.index(person) < 2 else "dialogue_base"
         return {"verdict": "revise", "subtask_label": label}
 
-    _answer_all(engine, "crowd", crowd_people, vote)
-    _answer_all(engine, "experts", [UserPublic.model_validate(p) for p in experts], lambda _i, _p: PASSED)
+    answer_all(engine, "crowd", crowd_people, vote)
+    answer_all(engine, "experts", [UserPublic.model_validate(p) for p in experts], lambda _i, _r, _p: PASSED)
     with write_session(engine) as session:
         aggregate_campaign(session, campaign="crowd")
         aggregate_campaign(session, campaign="experts")

@@ -151,12 +151,16 @@ def write_run(root: Path, *, scenarios: list[Scenario] | None = None) -> RunDir:
     return run
 
 
-def answer_all(engine: Engine, campaign: str, people: list[UserPublic], answer: Answerer) -> int:
-    """Each person takes items from the real queue until none is left and answers each with ``answer``; returns
-    how many answers were stored."""
+def answer_all(
+    engine: Engine, campaign: str, people: list[UserPublic], answer: Answerer, *, per_person: int | None = None
+) -> int:
+    """Each person takes items from the real queue until none is left (or ``per_person`` of them) and answers each
+    with ``answer``; returns how many answers were stored."""
     stored = 0
     for person in people:
-        while True:
+        taken = 0
+        while per_person is None or taken < per_person:
+            taken += 1
             with write_session(engine) as session:
                 view = next_item(session, campaign=campaign, user=person)
                 if view is None:

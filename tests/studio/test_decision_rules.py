@@ -12,7 +12,6 @@ nothing is decided or published that no rule and no person decided.
 
 from __future__ import annotations
 
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,14 +25,13 @@ from studio.models import AuditLog, Campaign, Item, UserPublic
 from studio.models.curation import ScenarioStatus
 from studio.schemas import WorkflowSchema, load_schemas
 from studio.services.aggregation import aggregate_campaign
-from studio.services.answers import submit_answer
 from studio.services.campaigns import campaign_summaries, create_campaign, set_campaign_status
 from studio.services.errors import Conflict, InvalidInput
-from studio.services.queue import next_item
 from studio.usecases import curate
 from tests.studio.helpers import add_people, answer_all, write_run
 
 PERSONA = "你是小林，一个温柔的陪伴者。"
+VOTE = {"verdict": "keep", "subtask_label": "dialogue_base"}
 
 
 def scenarios(count: int, subtask: str = "dialogue_base") -> list[Scenario]:
@@ -264,19 +262,9 @@ def test_a_small_team_fills_items_to_their_quota_before_starting_new_ones(many: 
 
 
 def _answer(engine: Engine, campaign: str, person: UserPublic, *, times: int) -> None:
-    for _ in range(times):
-        with write_session(engine) as session:
-            view = next_item(session, campaign=campaign, user=person)
-            assert view is not None
-            submit_answer(
-                session,
-                campaign=campaign,
-                user=person,
-                item_id=view.item_id,
-                lease_id=view.lease_id,
-                submission_id=uuid.uuid4().hex,
-                answers={"verdict": "keep", "subtask_label": "dialogue_base"},
-            )
+    """``person`` answers ``times`` items of ``campaign`` as the queue hands them out (keep, dialogue_base)."""
+    stored = answer_all(engine, campaign, [person], lambda _i, _r, _p: dict(VOTE), per_person=times)
+    assert stored == times, "the campaign ran out of items"
 
 
 def test_the_completion_threshold_shown_is_the_one_used(corpus: Engine, password_hash: str) -> None:
