@@ -15,6 +15,7 @@ import pandas as pd
 from studio.services.campaigns import CampaignOverview
 from studio.services.curation import Page
 from studio.services.progress import QuotaReport
+from studio.ui.forms import read_number
 from studio.ui.render import escape_text
 from studio.ui.tables import TablePage, display_frame, table_page
 from studio.usecases.admin import PasswordSet, UserRow
@@ -143,13 +144,10 @@ def people_per_item(typed: str | float | None) -> int | None:
     says when it is below 1). Raises ``InvalidInput`` naming the field for anything else."""
     from studio.services.errors import InvalidInput
 
-    text = str(typed if typed is not None else "").strip()
-    if not text:
+    number = read_number(typed if typed is not None else "")
+    if number is None:
         return None
-    try:
-        number = float(text)
-    except ValueError:
-        number = float("nan")
-    if not number.is_integer():
+    if not isinstance(number, float | int) or isinstance(number, bool) or not float(number).is_integer():
+        text = str(typed).strip()
         raise InvalidInput(f"people_per_item: {text!r} is not a whole number (leave it empty for the workflow's)")
     return int(number)

@@ -198,12 +198,12 @@ def column_widths(
     return widths
 
 
-def sized(frame: pd.DataFrame, *, max_chars: int = 28) -> Any:
-    """``frame`` for a wrapping ``gr.Dataframe`` with :func:`column_widths` (no column wider than ``max_chars``
-    characters): headers wrap between words (never inside one), long texts wrap inside their column."""
+def sized(frame: pd.DataFrame) -> Any:
+    """``frame`` for a wrapping ``gr.Dataframe`` with :func:`column_widths`: headers wrap between words (never
+    inside one), long texts wrap inside their column."""
     import gradio as gr
 
-    return gr.Dataframe(value=frame, column_widths=column_widths(frame, max_chars=max_chars))
+    return gr.Dataframe(value=frame, column_widths=column_widths(frame))
 
 
 def _longest_word(value: Any) -> int:
