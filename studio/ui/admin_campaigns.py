@@ -16,10 +16,6 @@ from studio.usecases import admin
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 
 
-def names(overviews: list[Any]) -> set[str]:
-    return {overview.name for overview in overviews}
-
-
 class CampaignsPanel:
     """The components of the Campaigns part and the handlers that fill them."""
 
@@ -198,10 +194,12 @@ class CampaignsPanel:
         def on_managed(name: str | None, request: gr.Request) -> list[Any]:
             with reading(self.open_context, request) as (session, caller):
                 overviews = admin.campaign_overviews(session, caller=caller)
-                quota = admin.closing_preview(session, caller=caller, name=name) if name in names(overviews) else None
-            roles = set(next((overview.eligible_roles for overview in overviews if overview.name == name), []))
-            said = views.message_html(views.closing_preview(name or "", quota), kind="info") if quota else ""
-            return [[role for role in ROLES if role in roles], said]
+                chosen = next((overview for overview in overviews if overview.name == name), None)
+                if chosen is None:
+                    return [[], ""]
+                quota = admin.closing_preview(session, caller=caller, name=chosen.name)
+            said = views.message_html(views.closing_preview(chosen.name, quota), kind="info")
+            return [[role for role in ROLES if role in chosen.eligible_roles], said]
 
         return on_managed
 
