@@ -24,9 +24,11 @@ INVISIBLE_CHARS = frozenset(
     + [chr(code) for code in range(0x2066, 0x206A)]
     + ["\u200e", "\u200f", "\u061c", "\u200b", "\u200c", "\u2060", "\ufeff", "\u180e"]
 )
+#: How an invisible character is written out: ``⟨U+202E⟩``.
+_VISIBLE = {ord(char): f"⟨U+{ord(char):04X}⟩" for char in INVISIBLE_CHARS}
 #: One str.translate table for both (C speed: a cut text is 20,000 characters, a "show all" may be millions).
 _INERT = {ord(char): entity for char, entity in _TEMPLATE_ENTITIES.items()} | {
-    ord(char): f'<span class="h2h-invisible">⟨U+{ord(char):04X}⟩</span>' for char in INVISIBLE_CHARS
+    code: f'<span class="h2h-invisible">{label}</span>' for code, label in _VISIBLE.items()
 }
 
 ROLE_LABELS = {"user": "User", "assistant": "Companion"}
@@ -49,9 +51,6 @@ def visible_controls(text: str) -> str:
     """``text`` with each invisible character of :data:`INVISIBLE_CHARS` written as ``⟨U+202E⟩`` (plain text, for a
     label the page shows as text: ``abc\u202eexe.txt`` would otherwise read "abctxt.exe")."""
     return text.translate(_VISIBLE)
-
-
-_VISIBLE = {ord(char): f"⟨U+{ord(char):04X}⟩" for char in INVISIBLE_CHARS}
 
 
 def escape_attribute(text: Any) -> str:
