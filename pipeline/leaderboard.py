@@ -4,9 +4,16 @@ Per item the value is ``100 * S``, or ``100 * J_final / 5`` for itinerary levels
 with no value is *pending* and left out of every mean: an item without S, a judged item without J_final, and a judged
 item flagged for human adjudication (``J < tau`` or no judge score) that no expert has scored yet (no ``J_human``) —
 its ``J_final`` is J until then, not a final score. A subtask's cell is the mean over its counted items; a dimension's
-average is the plain mean of its subtasks' cells; ``overall`` is the mean over all of a model's counted items
-(item-weighted). Every cell comes with how many items it counted and how many are pending (:class:`Leaderboard`), so
-a partial column is never ranked against full ones without saying so.
+average is the plain mean of its subtasks' cells, and is left empty (NaN) unless *every* subtask of the dimension has
+counted items, so an average over 2 of 5 subtasks never looks final; ``overall`` is the mean over all of a model's
+counted items (item-weighted), shown however many subtasks it covers and marked when that is fewer than all 11. Every
+cell comes with how many items it counted and how many are pending, and every average with how many of its subtasks
+have counted items (:class:`Leaderboard`), so a partial column is never ranked against full ones without saying so.
+The columns follow paper Table 2: each dimension's subtasks (Table 1's order), then its average; overall last.
+
+:func:`cell_text`, :func:`partial_columns` and :data:`AVERAGES_RULE` are how every front door renders a cell, marks a
+column and states the rule: ``h2h leaderboard`` (:func:`format_leaderboard`), ``h2h export leaderboard`` and the
+studio's Research page.
 
 The pipeline's rows come from ``RUN/results.jsonl`` (:func:`load_score_rows`); the studio builds the same per-item
 rows from its store (with the experts' ``J_human``) and calls :func:`build_leaderboard` too.
@@ -14,6 +21,7 @@ rows from its store (with the experts' ``J_human``) and calls :func:`build_leade
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -25,10 +33,26 @@ from pipeline.jsonl import validate_lines
 from pipeline.records import DIMENSION_OF_SUBTASK, JUDGED_SUBTASKS, SUBTASKS, ScoreSignature, Subtask
 from pipeline.results import judge_label
 
-DIMENSIONS: tuple[str, ...] = ("dialogue", "itinerary", "recollection")
+#: Paper Table 2's dimensions, in its order.
+DIMENSIONS: tuple[str, ...] = ("dialogue", "recollection", "itinerary")
+#: Each dimension's subtasks, in paper Table 1's order.
+DIMENSION_SUBTASKS: dict[str, tuple[str, ...]] = {
+    dimension: tuple(subtask for subtask in SUBTASKS if DIMENSION_OF_SUBTASK[subtask] == dimension)
+    for dimension in DIMENSIONS
+}
 AVERAGE_COLUMNS: tuple[str, ...] = tuple(f"{dimension}_avg" for dimension in DIMENSIONS)
-#: The leaderboard's columns, in order (the CSV header).
-COLUMNS: tuple[str, ...] = ("model", *SUBTASKS, *AVERAGE_COLUMNS, "overall")
+#: The subtasks each average is over: a dimension's for its ``_avg``, all of them for ``overall``.
+SUBTASKS_OF_AVERAGE: dict[str, tuple[str, ...]] = {
+    **{f"{dimension}_avg": subtasks for dimension, subtasks in DIMENSION_SUBTASKS.items()},
+    "overall": SUBTASKS,
+}
+#: The leaderboard's columns in paper Table 2's order (the CSV header): per dimension its subtasks, then its average;
+#: overall last.
+COLUMNS: tuple[str, ...] = (
+    "model",
+    *(column for dimension in DIMENSIONS for column in (*DIMENSION_SUBTASKS[dimension], f"{dimension}_avg")),
+    "overall",
+)
 #: The per-item columns :func:`build_leaderboard` reads (``needs_adjudication`` and ``J_human`` may be absent: then
 #: nothing is flagged / nobody adjudicated) and :func:`load_score_rows` returns.
 ROW_COLUMNS: tuple[str, ...] = (
@@ -42,8 +66,18 @@ ROW_COLUMNS: tuple[str, ...] = (
     "signature",
     "judge",
 )
-#: The columns of :meth:`Leaderboard.coverage`.
-COVERAGE_COLUMNS: tuple[str, ...] = ("model", "column", "counted", "pending")
+#: The columns of :meth:`Leaderboard.coverage`: items counted and pending per cell, and how many of the subtasks the
+#: cell is over have counted items (``subtasks_counted`` of ``subtasks``: 0 or 1 of 1 for a subtask's cell).
+COVERAGE_COLUMNS: tuple[str, ...] = ("model", "column", "counted", "pending", "subtasks_counted", "subtasks")
+#: The mark on a column where some model's cell is partial (:func:`partial_columns`).
+PARTIAL_MARK = " *"
+#: How the averages treat missing subtasks, in words: stated under the table by every front door.
+AVERAGES_RULE = (
+    "A dimension's avg. is the plain mean of its subtasks, shown only when every one of them has counted items; "
+    "otherwise it is left empty and the cell says how many have, e.g. – (2/5 subtasks). Overall is a model's mean "
+    f"over all its counted items; it says (k/{len(SUBTASKS)} subtasks) when fewer than all {len(SUBTASKS)} subtasks "
+    "have counted items. (counted/total) in a cell: items counted of its items, the rest pending."
+)
 
 
 class LeaderboardError(ValueError):
@@ -165,9 +199,10 @@ def item_values(rows: pd.DataFrame) -> pd.Series:
 class Leaderboard:
     """Paper Table 2 and its coverage.
 
-    ``table`` has the columns :data:`COLUMNS` (best overall first; NaN where a cell counted no item). ``counted`` and
-    ``pending`` have the same rows and columns, holding per cell the number of items in its mean and the number left
-    out because they have no value yet (a dimension's average and ``overall`` sum their subtasks').
+    ``table`` has the columns :data:`COLUMNS` (best overall first; NaN where a cell counted no item, and on a
+    dimension's average unless each of its subtasks counted some). ``counted`` and ``pending`` have the same rows and
+    columns, holding per cell the number of items in its mean and the number left out because they have no value yet
+    (a dimension's average and ``overall`` sum their subtasks').
     """
 
     table: pd.DataFrame
@@ -179,32 +214,48 @@ class Leaderboard:
         totals = zip(self.pending["model"].tolist(), self.pending["overall"].tolist(), strict=True)
         return {str(model): int(count) for model, count in totals if count}
 
+    def subtasks_counted(self) -> pd.DataFrame:
+        """Per model and column (:data:`COLUMNS`): how many of the subtasks the cell is over have counted items — 0
+        or 1 for a subtask's cell, up to the dimension's for its average, up to all 11 for ``overall``."""
+        has_items = self.counted.set_index("model")[list(SUBTASKS)] > 0
+        frame = has_items.astype(int)
+        for column, subtasks in SUBTASKS_OF_AVERAGE.items():
+            frame[column] = has_items[list(subtasks)].sum(axis=1)
+        return frame.loc[:, list(COLUMNS[1:])].reset_index()
+
     def coverage(self) -> pd.DataFrame:
-        """Long form: one row per (model, column) with counted and pending items (:data:`COVERAGE_COLUMNS`)."""
-        counted = self.counted.melt(id_vars="model", var_name="column", value_name="counted")
-        pending = self.pending.melt(id_vars="model", var_name="column", value_name="pending")
-        return counted.merge(pending, on=["model", "column"], sort=False).loc[:, list(COVERAGE_COLUMNS)]
+        """Long form: one row per (model, column) with counted and pending items and the subtasks counted of the
+        cell's subtasks (:data:`COVERAGE_COLUMNS`)."""
+        long = [
+            frame.melt(id_vars="model", var_name="column", value_name=name)
+            for frame, name in ((self.counted, "counted"), (self.pending, "pending"))
+        ]
+        long.append(self.subtasks_counted().melt(id_vars="model", var_name="column", value_name="subtasks_counted"))
+        merged = long[0].merge(long[1], on=["model", "column"], sort=False)
+        merged = merged.merge(long[2], on=["model", "column"], sort=False)
+        merged["subtasks"] = [len(SUBTASKS_OF_AVERAGE.get(column, (column,))) for column in merged["column"]]
+        return merged.loc[:, list(COVERAGE_COLUMNS)]
 
 
 def _per_cell(rows: pd.DataFrame, flags: pd.Series, models: list[str]) -> pd.DataFrame:
     """Per model and column, how many of ``rows`` have ``flags`` set (subtasks, dimension averages, overall)."""
     counts = flags.astype(int).groupby([rows["model"], rows["subtask"]]).sum().unstack("subtask")
     counts = counts.reindex(index=models, columns=list(SUBTASKS)).fillna(0).astype(int)
-    for dimension, column in zip(DIMENSIONS, AVERAGE_COLUMNS, strict=True):
-        counts[column] = counts[[s for s in SUBTASKS if DIMENSION_OF_SUBTASK[s] == dimension]].sum(axis=1)
-    counts["overall"] = counts[list(SUBTASKS)].sum(axis=1)
-    return counts
+    for column, subtasks in SUBTASKS_OF_AVERAGE.items():
+        counts[column] = counts[list(subtasks)].sum(axis=1)
+    return counts.loc[:, list(COLUMNS[1:])]
 
 
 def _means(values: pd.DataFrame, models: list[str]) -> pd.DataFrame:
-    """Subtask cells, dimension averages (plain mean of subtask cells) and the item-weighted overall per model."""
+    """Subtask cells, dimension averages (plain mean of the subtask cells, NaN unless every subtask of the dimension
+    has a cell) and the item-weighted overall per model."""
     table = values.pivot_table(index="model", columns="subtask", values="value", aggfunc="mean")
     table = table.reindex(index=models, columns=list(SUBTASKS))
-    for dimension, column in zip(DIMENSIONS, AVERAGE_COLUMNS, strict=True):
-        subtasks = [subtask for subtask in SUBTASKS if DIMENSION_OF_SUBTASK[subtask] == dimension]
-        table[column] = table[subtasks].mean(axis=1, skipna=True)
+    for dimension, subtasks in DIMENSION_SUBTASKS.items():
+        # skipna=False: an average over some of the dimension's subtasks would look final (issue 17 item 3)
+        table[f"{dimension}_avg"] = table[list(subtasks)].mean(axis=1, skipna=False)
     table["overall"] = values.groupby("model")["value"].mean()
-    return table
+    return table.loc[:, list(COLUMNS[1:])]
 
 
 def build_leaderboard(rows: pd.DataFrame) -> Leaderboard:
@@ -223,7 +274,7 @@ def build_leaderboard(rows: pd.DataFrame) -> Leaderboard:
         frame.reindex(order).rename_axis(index="model", columns=None).reset_index()
         for frame in (table, _per_cell(rows, value.notna(), models), _per_cell(rows, value.isna(), models))
     ]
-    return Leaderboard(table=frames[0].loc[:, list(COLUMNS)], counted=frames[1], pending=frames[2])
+    return Leaderboard(table=frames[0], counted=frames[1], pending=frames[2])
 
 
 def describe_pending(board: Leaderboard) -> list[str]:
@@ -253,6 +304,84 @@ def write_coverage_csv(board: Leaderboard, path: Path | str) -> None:
     coverage.assign(model=coverage["model"].map(neutralise_cell)).to_csv(path, index=False, encoding=CSV_ENCODING)
 
 
-def format_leaderboard(table: pd.DataFrame) -> str:
-    """Return the table as aligned text for a terminal (two decimals, blank for missing)."""
-    return table.to_string(index=False, float_format=lambda value: f"{value:.2f}", na_rep="")
+def describe_partial(board: Leaderboard) -> list[str]:
+    """One line per model whose averages cover fewer than all their subtasks, e.g. ``alpha: itinerary_avg left empty
+    (2 of 5 itinerary subtasks have counted items; none in itinerary_middle, ...); overall over 5 of 11 subtasks``
+    (a dimension where the model has no item at all is not named: its average is simply absent)."""
+    counted, pending = board.counted.set_index("model"), board.pending.set_index("model")
+    covered = board.subtasks_counted().set_index("model")
+    lines = []
+    for model in covered.index:
+        parts = []
+        for dimension, subtasks in DIMENSION_SUBTASKS.items():
+            column = f"{dimension}_avg"
+            missing = [subtask for subtask in subtasks if not counted.loc[model, subtask]]
+            if missing and int(counted.loc[model, column] + pending.loc[model, column]):
+                done = int(covered.loc[model, column])
+                parts.append(
+                    f"{column} left empty ({done} of {len(subtasks)} {dimension} subtasks have counted items; "
+                    f"none in {', '.join(missing)})"
+                )
+        if int(covered.loc[model, "overall"]) < len(SUBTASKS):
+            parts.append(f"overall over {int(covered.loc[model, 'overall'])} of {len(SUBTASKS)} subtasks")
+        if parts:
+            lines.append(f"{model}: {'; '.join(parts)}")
+    return lines
+
+
+def cell_text(*, value: float | None, counted: int, pending: int, of_subtasks: tuple[int, int] | None = None) -> str:
+    """A leaderboard cell as every front door shows it: the mean with two decimals (``–`` when it has none); then
+    ``(counted/total)`` when items are pending, and ``(k/n subtasks)`` when ``of_subtasks`` = (k, n) says an average
+    covers fewer than all its subtasks. Empty for a cell with no items at all."""
+    total = counted + pending
+    if total == 0:
+        return ""
+    shown = "–" if counted == 0 or value is None or math.isnan(value) else f"{value:.2f}"
+    if pending:
+        shown += f" ({counted}/{total})"
+    if of_subtasks is not None and of_subtasks[0] < of_subtasks[1]:
+        shown += f" ({of_subtasks[0]}/{of_subtasks[1]} subtasks)"
+    return shown
+
+
+def cell_texts(board: Leaderboard) -> pd.DataFrame:
+    """The table as :func:`cell_text` strings: ``model`` and every column of :data:`COLUMNS`, rows in table order."""
+    frames = [
+        frame.set_index("model") for frame in (board.table, board.counted, board.pending, board.subtasks_counted())
+    ]
+    shown: dict[str, list[str]] = {"model": [str(model) for model in frames[0].index]}
+    for column in COLUMNS[1:]:
+        size = len(SUBTASKS_OF_AVERAGE.get(column, (column,)))
+        cells = zip(*(frame[column].tolist() for frame in frames), strict=True)
+        shown[column] = [
+            cell_text(value=value, counted=int(done), pending=int(waiting), of_subtasks=(int(covered), size))
+            for value, done, waiting, covered in cells
+        ]
+    return pd.DataFrame(shown)
+
+
+def partial_columns(board: Leaderboard) -> list[str]:
+    """The columns (:data:`COLUMNS` order) that get :data:`PARTIAL_MARK`: some model's cell there leaves pending items
+    out, or is an average over fewer than all its subtasks though the model has items under it."""
+    counted, pending = board.counted.set_index("model"), board.pending.set_index("model")
+    covered = board.subtasks_counted().set_index("model")
+    marked = []
+    for column in COLUMNS[1:]:
+        has_items = (counted[column] + pending[column]) > 0
+        short = covered[column] < len(SUBTASKS_OF_AVERAGE.get(column, (column,)))
+        if int(pending[column].sum()) or (column in SUBTASKS_OF_AVERAGE and bool((has_items & short).any())):
+            marked.append(column)
+    return marked
+
+
+def format_leaderboard(board: Leaderboard) -> str:
+    """The table as aligned text for a terminal: :func:`cell_texts`, partial columns' headers marked
+    :data:`PARTIAL_MARK`, and under it which columns are marked and :data:`AVERAGES_RULE`."""
+    marked = partial_columns(board)
+    shown = cell_texts(board)
+    shown.columns = [column + (PARTIAL_MARK if column in marked else "") for column in shown.columns]
+    lines = [shown.to_string(index=False), ""]
+    if marked:
+        lines.append(f"Columns marked *: {', '.join(marked)} (a partial cell in each).")
+    lines.append(AVERAGES_RULE)
+    return "\n".join(lines)

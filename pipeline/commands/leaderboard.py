@@ -37,7 +37,10 @@ def check_run_results(scores_path: Path) -> None:
     "--coverage",
     "coverage_path",
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Write each cell's items counted and pending as CSV here (model, column, counted, pending).",
+    help=(
+        "Write each cell's coverage as CSV here (model, column, counted, pending, subtasks_counted, subtasks): items "
+        "counted and pending, and how many of the subtasks an average is over have counted items."
+    ),
 )
 @click.option("--variant", type=click.Choice(["with_sap", "without_sap"]), help="Use only this variant's rows.")
 @click.option("--signature", help="Use only rows with this score signature (the command lists those present).")
@@ -53,11 +56,14 @@ def leaderboard_command(
     """Build the leaderboard (paper Table 2): per-subtask means, dimension averages, item-weighted overall.
 
     Items flagged for human adjudication (J < 3.5 or no judge score) are pending until experts score them in the
-    studio: they are left out of the means, and the command says how many per model and subtask.
+    studio: they are left out of the means, and the command says how many per model and subtask. A dimension's
+    average is left empty unless every one of its subtasks has counted items (the cell says how many have, the
+    column is marked *); overall says how many of the 11 subtasks it covers when fewer than all.
     """
     from pipeline.leaderboard import (
         LeaderboardError,
         build_leaderboard,
+        describe_partial,
         describe_pending,
         format_leaderboard,
         load_score_rows,
@@ -74,13 +80,13 @@ def leaderboard_command(
     if rows.empty:
         raise click.ClickException(f"{scores_path}: no score rows to tabulate")
     board = build_leaderboard(rows)
-    for line in describe_pending(board):
+    for line in [*describe_pending(board), *describe_partial(board)]:
         click.echo(line, err=True)
     if coverage_path is not None:
         write_coverage_csv(board, coverage_path)
         click.echo(f"wrote the coverage of {len(board.table)} model row(s) to {coverage_path}", err=True)
     if output is None:
-        click.echo(format_leaderboard(board.table))
+        click.echo(format_leaderboard(board))
         return
     write_leaderboard_csv(board.table, output)
     click.echo(f"wrote {len(board.table)} model row(s) to {output}", err=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from pipeline.leaderboard import COLUMNS
+from pipeline.leaderboard import AVERAGES_RULE, COLUMNS, PARTIAL_MARK, cell_text, cell_texts, partial_columns
 from pipeline.records import DIMENSION_OF_SUBTASK
 from studio.services.research import LeaderboardView
 from studio.services.research_quality import CalibrationView
@@ -55,8 +55,6 @@ NOTE_STYLES: dict[str, str] = {
     "info": "padding: 4px 8px; color: #334155",
     "warning": "padding: 4px 8px; color: #334155; border-left: 4px solid #d97706; background: #fffbeb",
 }
-#: The mark on a leaderboard column where some model's items are pending.
-PARTIAL_MARK = " *"
 #: Table 2's headers on the page name their dimension in short (the paper groups its columns under the dimension;
 #: one header row here), so all 17 columns fit a 1400 px screen; the downloads keep the full column names.
 DIMENSION_SHORT: dict[str, str] = {"dialogue": "dial.", "recollection": "recol.", "itinerary": "itin."}
@@ -136,13 +134,10 @@ def short_header(column: str) -> str:
 
 
 def coverage_cell(value: Any, counted: int, pending: int) -> str:
-    """A leaderboard cell: the mean with two decimals, and ``(counted/total)`` when items are pending; ``–`` for a
-    cell whose items are all pending; empty for a cell with no items."""
-    total = counted + pending
-    if total == 0:
-        return ""
-    shown = "–" if counted == 0 or _missing(value) else number(value)
-    return shown if pending == 0 else f"{shown} ({counted}/{total})"
+    """A subtask's leaderboard cell (``pipeline.leaderboard.cell_text``, the one rendering every front door uses): the
+    mean with two decimals, and ``(counted/total)`` when items are pending; ``–`` for a cell whose items are all
+    pending; empty for a cell with no items."""
+    return cell_text(value=None if _missing(value) else float(value), counted=counted, pending=pending)
 
 
 def _pending_text(reasons: Mapping[str, int]) -> str:
@@ -155,44 +150,44 @@ def _pending_text(reasons: Mapping[str, int]) -> str:
 
 
 def leaderboard_display(view: LeaderboardView) -> pd.DataFrame:
-    """Table 2 as the page shows it: a cell per model and column with its coverage (:func:`coverage_cell`),
-    columns where some model's items are pending marked with :data:`PARTIAL_MARK`, columns without any item (a
-    subtask or dimension the run does not cover) left out, and a ``pending`` column per model (how many items await
-    adjudication or are unscored)."""
-    table, counted, pending = (
-        frame.set_index("model") for frame in (view.board.table, view.board.counted, view.board.pending)
-    )
-    reasons = view.pending_reasons
-    shown: dict[str, list[str]] = {"model": [str(model) for model in table.index]}
+    """Table 2 as the page shows it: the cells of ``pipeline.leaderboard.cell_texts`` (the mean with its coverage —
+    pending items, and the subtasks an average covers), columns with a partial cell marked with :data:`PARTIAL_MARK`
+    (``pipeline.leaderboard.partial_columns``), columns without any item (a subtask or dimension the run does not
+    cover) left out, and a ``pending`` column per model (how many items await adjudication or are unscored)."""
+    board = view.board
+    texts, marked = cell_texts(board), set(partial_columns(board))
+    items = board.counted.set_index("model") + board.pending.set_index("model")
+    shown: dict[str, list[str]] = {"model": texts["model"].tolist()}
     for column in COLUMNS[1:]:
-        if int((counted[column] + pending[column]).sum()) == 0:  # no model has an item here
+        if int(items[column].sum()) == 0:  # no model has an item here
             continue
-        header = short_header(column) + (PARTIAL_MARK if int(pending[column].sum()) else "")
-        values, n_counted, n_pending = (table[column], counted[column].astype(int), pending[column].astype(int))
-        cells = zip(values.tolist(), n_counted.tolist(), n_pending.tolist(), strict=True)
-        shown[header] = [coverage_cell(value, done, waiting) for value, done, waiting in cells]
-    shown["pending"] = [_pending_text(reasons.get(str(model), {})) for model in table.index]
+        shown[short_header(column) + (PARTIAL_MARK if column in marked else "")] = texts[column].tolist()
+    reasons = view.pending_reasons
+    shown["pending"] = [_pending_text(reasons.get(str(model), {})) for model in board.table["model"]]
     return pd.DataFrame(shown)
 
 
 def leaderboard_note(view: LeaderboardView) -> str:
-    """What the leaderboard was computed for, what it is sorted by, and which cells leave pending items out."""
+    """What the leaderboard was computed for, what it is sorted by, which columns are marked partial and why (pending
+    items; averages over fewer than all their subtasks: ``pipeline.leaderboard.AVERAGES_RULE``)."""
     lines = [applied_line(view.applied, PICKER_LABELS)]
     lines.append("Sorted by overall — each model's mean over its own counted items — best first.")
     lines.append(HEADER_LEGEND)
+    partial = partial_columns(view.board)
+    marked = f"Columns marked *: {', '.join(map(display_header, partial))}." if partial else ""
     reasons = view.pending_reasons
+    if not reasons:
+        lines += [f"Every item is counted; {view.adjudicated} adjudicated by experts.", marked, AVERAGES_RULE]
+        return note_html(lines, kind="warning" if partial else "info")
     awaiting = sum(reason["awaiting_adjudication"] for reason in reasons.values())
     unscored = sum(reason["unscored"] for reason in reasons.values())
-    if not reasons:
-        lines.append(f"Every item is counted; {view.adjudicated} adjudicated by experts.")
-        return note_html(lines)
-    partial = [column for column in COLUMNS[1:] if int(view.board.pending[column].sum())]
     lines += [
         f"{awaiting + unscored} item(s) pending, left out of every mean: {awaiting} awaiting adjudication "
         f"(flagged: J < 3.5 or no judge score; experts score them in an adjudication campaign, then Aggregate "
         f"writes J_final) and {unscored} unscored (no S, or no J_final on itinerary I–III). "
         f"{view.adjudicated} adjudicated.",
-        f"Partial cells show (counted/total). Columns marked *: {', '.join(map(display_header, partial))}.",
+        f"Partial cells show (counted/total). {marked}",
+        AVERAGES_RULE,
         f"Not like for like: {len(reasons)} of {len(view.board.table)} model(s) have pending items, so their partial "
         "cells and their overall average fewer items than a full cell does — do not rank them against full ones on "
         "those columns.",

@@ -273,7 +273,7 @@ def board_view(*, pending: dict[str, int], counted: dict[str, int], awaiting: di
             frame[column] = [per_model[model] for model in models]
         frames.append(frame.rename_axis("model").reset_index())
     table = pd.DataFrame({"model": models, **{column: [float("nan")] * len(models) for column in COLUMNS[1:]}})
-    for column in ("itinerary_advanced", "itinerary_avg", "overall"):
+    for column in ("itinerary_advanced", "overall"):  # itinerary_avg: none over 1 of 5 subtasks (issue 17 item 3)
         table[column] = [82.5 if counted[model] else float("nan") for model in models]
     board = Leaderboard(table=table, counted=frames[0], pending=frames[1])
     return LeaderboardView(board=board, adjudicated=1, awaiting=awaiting, applied={"variant": "with_sap"})
@@ -296,12 +296,16 @@ def test_leaderboard_cells_show_coverage_and_partial_columns_are_marked() -> Non
     assert "Not like for like: 1 of 2 model(s)" in note and "Sorted by overall" in note
     assert "Columns marked *: itinerary advanced, itinerary avg, overall." in note  # the full names
     assert "itin. = itinerary" in note  # the short headers' legend
+    assert (
+        rows.loc["full", "itin. avg *"] == "– (1/5 subtasks)"
+        and rows.loc["full", "overall *"] == "82.50 (1/11 subtasks)"
+    )
     complete = board_view(counted={"full": 7}, pending={"full": 0}, awaiting={})
-    assert list(views.leaderboard_display(complete).columns) == [
+    assert list(views.leaderboard_display(complete).columns) == [  # averages over some subtasks stay marked
         "model",
         "itin. advanced (III)",
-        "itin. avg",
-        "overall",
+        "itin. avg *",
+        "overall *",
         "pending",
     ]
     assert "Every item is counted" in views.leaderboard_note(complete)
