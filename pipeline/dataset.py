@@ -9,7 +9,7 @@ JSON object, and return *every* problem as ``file:line: field: problem``.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -222,6 +222,10 @@ class UpstreamFile:
     bad: int = 0
     time_share: float | None = None
     warnings: list[str] = field(default_factory=list)
+    #: Other subtasks whose Table 1 count equals this file's line count when its own subtask's does not.
+    likely: list[str] = field(default_factory=list)
+    #: A second file for a subtask by its name alone: refused, nothing imported from it.
+    refused: bool = False
 
 
 @dataclass
@@ -273,7 +277,7 @@ def _upstream_reference(path: Path, number: int, text: str) -> str:
     return response
 
 
-def _import_file(path: Path, subtask: str, result: UpstreamImport) -> UpstreamFile:
+def _import_file(path: Path, subtask: str, result: UpstreamImport, *, id_prefix: str) -> UpstreamFile:
     summary = UpstreamFile(path, subtask)
     references: list[str] = []
     unreadable: list[RecordError] = []
@@ -288,7 +292,7 @@ def _import_file(path: Path, subtask: str, result: UpstreamImport) -> UpstreamFi
         references.append(reference)
         result.scenarios.append(
             Scenario(
-                id=f"{subtask}-{number:06d}",
+                id=f"{id_prefix}-{number:06d}",
                 subtask=subtask,
                 reference=reference,
                 tags=ScenarioTags(language=guess_language(reference)),
@@ -305,30 +309,75 @@ def _import_file(path: Path, subtask: str, result: UpstreamImport) -> UpstreamFi
     return summary
 
 
-def import_upstream(directory: Path | str) -> UpstreamImport:
+def likely_subtasks(lines: int, subtask: str) -> list[str]:
+    """The other subtasks whose paper Table 1 count is ``lines``, when ``subtask``'s is not (a file that may hold
+    another subtask's data, e.g. the release's itinerary_initialize.jsonl with dialogue_schedule's 533 lines)."""
+    if TABLE1_COUNTS[subtask] == lines:
+        return []
+    return [other for other, count in TABLE1_COUNTS.items() if count == lines and other != subtask]
+
+
+def count_warning(summary: UpstreamFile, subtask: str) -> str | None:
+    """The warning of a file (imported as ``subtask``) whose line count is not that subtask's Table 1 count (naming
+    the likely subtask when the count is another's; also kept in ``summary.likely``), or None."""
+    lines, expected = summary.imported + summary.bad, TABLE1_COUNTS[subtask]
+    if lines == expected:
+        return None
+    summary.likely = likely_subtasks(lines, subtask)
+    if not summary.likely:
+        return f"{lines} lines, paper Table 1 has {expected}"
+    others = " and ".join(f"{other} {TABLE1_COUNTS[other]}" for other in summary.likely)
+    return f"{lines} lines, Table 1 gives {subtask} {expected} and {others} — likely {summary.likely[0]}"
+
+
+def checked_as_subtasks(directory: Path, as_subtasks: Mapping[str, str]) -> dict[str, str]:
+    """``FILE -> SUBTASK`` choices with each subtask made canonical (a release name such as itinerary_feedback is
+    accepted); ValueError naming the ``FILE=SUBTASK`` pair when the file is no .jsonl file of ``directory`` or the
+    subtask is unknown."""
+    names = sorted(path.name for path in directory.glob("*.jsonl"))
+    checked = {}
+    for name, subtask in as_subtasks.items():
+        if name not in names:
+            listed = ", ".join(names) or "none"
+            raise ValueError(f"{name}={subtask}: {directory} has no file {name} (its .jsonl files: {listed})")
+        canonical = UPSTREAM_FILE_SUBTASKS.get(subtask)
+        if canonical is None:
+            raise ValueError(f"{name}={subtask}: unknown subtask {subtask!r} (one of: {', '.join(SUBTASKS)})")
+        checked[name] = canonical
+    return checked
+
+
+def import_upstream(directory: Path | str, *, as_subtasks: Mapping[str, str] | None = None) -> UpstreamImport:
     """Read the public H2HTalk layout (one ``{"response": ...}`` JSONL per subtask) into scenarios.
 
     Ids are ``<subtask>-<line:06d>`` (physical line numbers, stable on re-import); the reference is
     the response; ``source`` records file:line. Bad lines go to ``problems``, never dropped silently.
+    ``as_subtasks`` (``FILE -> SUBTASK``, see :func:`checked_as_subtasks`) imports a file as another subtask than
+    its name says; its ids are ``<subtask>-<file stem>-<line:06d>``, so they depend on that file alone and never
+    collide with those of the subtask's own file, which may be imported beside it.
     """
     directory = Path(directory)
+    chosen = checked_as_subtasks(directory, as_subtasks or {})
     result = UpstreamImport([], [], [])
     seen: dict[str, Path] = {}
     for path in sorted(directory.glob("*.jsonl")):
-        subtask = UPSTREAM_FILE_SUBTASKS.get(path.stem)
+        named = UPSTREAM_FILE_SUBTASKS.get(path.stem)
+        subtask = chosen.get(path.name, named)
         if subtask is None:
             warning = "unknown file name: not an H2HTalk subtask, skipped"
             result.files.append(UpstreamFile(path, None, warnings=[warning]))
             continue
-        if subtask in seen:
+        moved = subtask != named
+        if not moved and subtask in seen:
             problem = f"{subtask} is also provided by {seen[subtask].name}; keep one of the two files"
             result.problems.append(RecordError(path, 1, "(file)", problem))
-            result.files.append(UpstreamFile(path, subtask, warnings=[problem]))
+            result.files.append(UpstreamFile(path, subtask, warnings=[problem], refused=True))
             continue
-        seen[subtask] = path
-        summary = _import_file(path, subtask, result)
-        expected = TABLE1_COUNTS[subtask]
-        if summary.imported + summary.bad != expected:
-            summary.warnings.append(f"{summary.imported + summary.bad} lines, paper Table 1 has {expected}")
+        if not moved:
+            seen[subtask] = path
+        summary = _import_file(path, subtask, result, id_prefix=f"{subtask}-{path.stem}" if moved else subtask)
+        counted = count_warning(summary, subtask)
+        if counted:
+            summary.warnings.append(counted)
         result.files.append(summary)
     return result

@@ -28,6 +28,7 @@ from pipeline.generation.base import (
     StageSummary,
     completions,
 )
+from pipeline.generation.runner import lacks_user_input, no_input_message
 from pipeline.jsonl import JsonlAppender, RecordError, iter_lines, parse_json_line, repair_torn_tail
 from pipeline.paths import prompts_dir
 from pipeline.records import JUDGED_SUBTASKS, Judgment, Response, Scenario, storable_text, utc_now
@@ -199,6 +200,25 @@ def plan_judge_tasks(
     return tasks
 
 
+def refuse_missing_input(run: RunDir, scenarios: Mapping[str, Scenario], responses: Mapping[Key, Response]) -> None:
+    """Raise :class:`JudgeInputError` when a response the judge would grade (itinerary I-III) answers a scenario
+    without user input: the rubric grades a reply to a request, and a scenario imported from the public release
+    has none (its response was generated from no prompt). Checked before any call; ``h2h judge --no-judge``
+    builds results from S alone."""
+    judged = [
+        scenarios[response.scenario_id]
+        for response in responses.values()
+        if response.scenario_id in scenarios and scenarios[response.scenario_id].subtask in JUDGED_SUBTASKS
+    ]
+    missing = [scenario for scenario in judged if lacks_user_input(scenario)]
+    if missing:
+        message = no_input_message(
+            where=str(run.scenarios), missing=missing, total=len(judged), stage="judging",
+            what="scenarios of the itinerary I-III responses to judge",
+        )  # fmt: skip
+        raise JudgeInputError(f"{message}; `h2h judge --run {run.root} --no-judge` writes results from S alone")
+
+
 def kept_judgments(run: RunDir, *, judge_model: str, version: str, rejudge: bool) -> set[Key]:
     """The keys already judged by ``judge_model`` with rubric ``version``: the work a resumed judge skips.
 
@@ -277,12 +297,15 @@ def run_judge(
     Cached answers are used without a call; failed requests are reported in the summary and left
     out, so a rerun retries them. ``backend`` must be built for ``judge_model`` (see :func:`judge_backend`).
     Judgments by another judge model or rubric version are refused (:class:`JudgeInputError`) unless
-    ``rejudge``, which moves them aside and judges every item again.
+    ``rejudge``, which moves them aside and judges every item again. A response to a scenario without user input
+    is refused (:class:`JudgeInputError`) before anything is moved or sent.
     """
     rubric = rubric if rubric is not None else load_rubric()
     version = judge_prompt_version(rubric)
+    scenarios, responses = run.load_scenarios(), run.load(run.responses, Response)
+    refuse_missing_input(run, scenarios, responses)
     done = kept_judgments(run, judge_model=judge_model, version=version, rejudge=rejudge)
-    tasks = plan_judge_tasks(run.load_scenarios(), run.load(run.responses, Response), done, rubric)
+    tasks = plan_judge_tasks(scenarios, responses, done, rubric)
     cache = JudgeCache(cache_dir)
     summary = JudgeSummary(planned=len(tasks))
     with run.appender(run.judgments) as judgments, JsonlAppender(cache.path) as cache_file:

@@ -67,14 +67,20 @@ def build_results(
     return results
 
 
+def require_scores(run: RunDir) -> None:
+    """Raise FileNotFoundError (saying which command makes them) when the run has no scores yet: ``h2h judge``
+    calls this before its first judge request, so an unscored run costs no judge call."""
+    if not run.scores.exists():
+        raise FileNotFoundError(f"{run.scores}: no scores yet; run `h2h score --run {run.root}` first")
+
+
 def write_results(run: RunDir, *, use_judgments: bool = True) -> tuple[int, int]:
     """Write ``RUN/results.jsonl`` from the run's scores (and judgments unless ``use_judgments`` is False).
 
     The file is replaced atomically, so a stale one is always rebuilt whole. Returns
     ``(results written, items flagged for adjudication)``; FileNotFoundError when the run has no scores.
     """
-    if not run.scores.exists():
-        raise FileNotFoundError(f"{run.scores}: no scores yet; run `h2h score --run {run.root}` first")
+    require_scores(run)
     judgments = run.load(run.judgments, Judgment) if use_judgments else {}
     results = build_results(run.load_scenarios(), run.load(run.scores, Score), judgments)
     write_records(run.results, results)

@@ -110,8 +110,9 @@ def read_run_files(run: RunDir) -> RunFiles:
     return RunFiles(scenarios.records, responses.records, scores.records, [str(repeat) for repeat in repeats])
 
 
-def _batches(rows: list[dict[str, Any]], label: str) -> Iterator[list[dict[str, Any]]]:
-    with tqdm(total=len(rows), desc=label, unit="row", disable=not rows, leave=False) as bar:
+def _batches(rows: list[dict[str, Any]], label: str, *, progress: bool) -> Iterator[list[dict[str, Any]]]:
+    """``rows`` in batches of :data:`BATCH`, counted by a bar on stderr unless ``progress`` is False."""
+    with tqdm(total=len(rows), desc=label, unit="row", disable=not (rows and progress), leave=False) as bar:
         for start in range(0, len(rows), BATCH):
             batch = rows[start : start + BATCH]
             yield batch
@@ -138,7 +139,9 @@ def scenario_row(scenario: Scenario) -> dict[str, Any]:
     }
 
 
-def _ingest_scenarios(session: Session, scenarios: Iterable[Scenario], actor: str, report: IngestReport) -> None:
+def _ingest_scenarios(
+    session: Session, scenarios: Iterable[Scenario], actor: str, report: IngestReport, *, progress: bool = True
+) -> None:
     stored: dict[str, str] = {
         row.id: row.content_hash for row in session.execute(select(col(ScenarioRow.id), col(ScenarioRow.content_hash)))
     }
@@ -149,7 +152,7 @@ def _ingest_scenarios(session: Session, scenarios: Iterable[Scenario], actor: st
             added.append(row)
         elif stored[scenario.id] != row["content_hash"]:
             changed.append(row)
-    for batch in _batches(added, "scenarios"):
+    for batch in _batches(added, "scenarios", progress=progress):
         session.execute(insert(ScenarioRow), batch)
     for row in changed:
         old = session.get(ScenarioRow, row["id"])
@@ -175,7 +178,9 @@ def ingest_scenarios(session: Session, scenarios: Iterable[Scenario], *, actor: 
     return report
 
 
-def _ingest_responses(session: Session, responses: Iterable[Response], report: IngestReport) -> dict[Key, int]:
+def _ingest_responses(
+    session: Session, responses: Iterable[Response], report: IngestReport, *, progress: bool
+) -> dict[Key, int]:
     stored = {
         (sid, model, variant): (rid, text)
         for rid, sid, model, variant, text in session.execute(
@@ -202,9 +207,9 @@ def _ingest_responses(session: Session, responses: Iterable[Response], report: I
             added.append({**row, "needs_adjudication": False, "created_at": response.created_at})
         elif stored[response.key][1] != response.text:
             changed.append({**row, "id": stored[response.key][0]})
-    for batch in _batches(added, "responses"):
+    for batch in _batches(added, "responses", progress=progress):
         session.execute(insert(ResponseRow), batch)
-    for batch in _batches(changed, "responses (changed)"):
+    for batch in _batches(changed, "responses (changed)", progress=progress):
         session.execute(update(ResponseRow), batch)
     report.responses_added, report.responses_updated = len(added), len(changed)
     return {
@@ -253,6 +258,8 @@ def _ingest_scores(
     response_ids: dict[Key, int],
     report: IngestReport,
     replace: bool = False,
+    *,
+    progress: bool,
 ) -> None:
     columns = [
         ScoreRow.id,
@@ -284,11 +291,11 @@ def _ingest_scores(
         if score.subtask in JUDGED_SUBTASKS:
             flags.append({"id": response_id, "needs_adjudication": bool(result is None or result.needs_adjudication)})
     _refuse_replacing(conflicts)
-    for batch in _batches(added, "scores"):
+    for batch in _batches(added, "scores", progress=progress):
         session.execute(insert(ScoreRow), batch)
-    for batch in _batches(changed, "scores (changed)"):
+    for batch in _batches(changed, "scores (changed)", progress=progress):
         session.execute(update(ScoreRow), batch)
-    for batch in _batches(flags, "adjudication flags"):
+    for batch in _batches(flags, "adjudication flags", progress=progress):
         session.execute(update(ResponseRow), batch)
     report.scores_added, report.scores_updated = len(added), len(changed)
     report.flagged_for_adjudication = sum(flag["needs_adjudication"] for flag in flags)
@@ -312,9 +319,15 @@ def load_results(run: RunDir, scenarios: dict[str, Scenario], scores: dict[Key, 
 
 
 def ingest_run(
-    engine: Engine, run_dir: Path | str | RunDir, *, actor: str = "ingest", replace: bool = False
+    engine: Engine,
+    run_dir: Path | str | RunDir,
+    *,
+    actor: str = "ingest",
+    replace: bool = False,
+    progress: bool = True,
 ) -> IngestReport:
-    """Ingest one run directory into the store (one transaction); return what was added and updated.
+    """Ingest one run directory into the store (one transaction); return what was added and updated. Large tables
+    are written in batches counted by bars on stderr unless ``progress`` is False (``h2h ingest --no-progress``).
 
     A stored score made with another signature, or judged by a judge the run drops or changes, is replaced only
     with ``replace``; otherwise :class:`IngestError` names it and nothing is written.
@@ -332,12 +345,12 @@ def ingest_run(
     for repeat in files.repeated_lines:
         logger.warning("%s", repeat)
     with write_session(engine) as session:
-        _ingest_scenarios(session, scenarios.values(), actor, report)
+        _ingest_scenarios(session, scenarios.values(), actor, report, progress=progress)
         known = set(session.execute(select(col(ScenarioRow.id))).scalars())
         for key in responses:
             if key[0] not in known:
                 raise IngestError(f"{run.responses}: response {key} names unknown scenario_id {key[0]!r}")
-        response_ids = _ingest_responses(session, responses.values(), report)
-        _ingest_scores(session, scores, results, response_ids, report, replace)
+        response_ids = _ingest_responses(session, responses.values(), report, progress=progress)
+        _ingest_scores(session, scores, results, response_ids, report, replace, progress=progress)
     logger.info("ingested %s: %s", run.root, report.model_dump())
     return report

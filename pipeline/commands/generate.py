@@ -160,16 +160,20 @@ def generate_into_run(
 ) -> GenerationSummary:
     """Run the generate stage (``selection``: model, variant, sampling, subtasks, limit as
     :func:`pipeline.generation.runner.run_generation` takes them); bad input files (``file:line: field: problem``)
-    and the stage's refusals become click errors, with nothing written."""
+    and the stage's refusals (scenarios without user input among them) become click errors, with nothing written
+    and no request sent."""
     from pipeline.dataset import load_scenarios
     from pipeline.generation.base import BackendUnavailable
-    from pipeline.generation.runner import ScenarioConflict, run_generation
+    from pipeline.generation.runner import MissingUserInput, ScenarioConflict, run_generation
     from pipeline.jsonl import RecordError
     from pipeline.rundir import RunDir
 
     try:
-        return run_generation(RunDir(run_path), load_scenarios(scenarios_path), backend, progress=progress, **selection)
-    except (ScenarioConflict, BackendUnavailable, RecordError) as error:
+        scenarios = load_scenarios(scenarios_path)
+        return run_generation(
+            RunDir(run_path), scenarios, backend, progress=progress, source=str(scenarios_path), **selection
+        )
+    except (ScenarioConflict, MissingUserInput, BackendUnavailable, RecordError) as error:
         raise click.ClickException(str(error)) from error
     finally:
         close = getattr(backend, "close", None)  # an engine the backend started (vllm) stops here

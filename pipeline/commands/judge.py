@@ -43,17 +43,23 @@ def judge(
 ) -> None:
     """Judge RUN's itinerary I-III responses (cached, resumable), then write RUN/results.jsonl from its scores.
 
-    A results file left stale by a rescore is detected and rebuilt (said on stderr).
+    A results file left stale by a rescore is detected and rebuilt (said on stderr). A run without scores, or
+    with a response to judge whose scenario has no user input, is refused before any judge call.
     """
     from pipeline.judge import judge_backend
+    from pipeline.results import require_scores
     from pipeline.rundir import RunDir
 
     run = RunDir(run_path)
-    failures = 0
-    if no_judge:
-        run.record_stage("judge", judge_model=None, no_judge=True)
-    elif not judge_model:
+    if not no_judge and not judge_model:
         raise click.UsageError("give --judge-model, or --no-judge when no endpoint is available")
+    try:
+        require_scores(run)  # the results need them: fail before paying for every judge call
+    except FileNotFoundError as error:
+        raise click.ClickException(str(error)) from error
+    failures = 0
+    if no_judge or judge_model is None:
+        run.record_stage("judge", judge_model=None, no_judge=True)
     else:
         backend = judge_backend(
             judge_model=judge_model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout

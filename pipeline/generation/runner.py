@@ -34,6 +34,49 @@ class ScenarioConflict(ValueError):
     """A scenario id already stored in the run with different content."""
 
 
+class MissingUserInput(ValueError):
+    """Scenarios without the user's message: a request for them would have no prompt (see :func:`no_input_message`)."""
+
+
+#: What to do about scenarios without user input (the public H2HTalk release holds references only).
+NO_INPUT_ADVICE = (
+    "bring your own inputs (a scenario JSONL with user_input; `h2h validate` checks it), or score references only "
+    "(the public release holds references, with no persona and no user input)"
+)
+_SHOWN_IDS = 5
+
+
+def lacks_user_input(scenario: Scenario) -> bool:
+    """Whether ``scenario`` has no user message to answer (``user_input`` empty or whitespace)."""
+    return not scenario.user_input.strip()
+
+
+def no_input_message(*, where: str, missing: Sequence[Scenario], total: int, what: str, stage: str) -> str:
+    """One error naming the file (``where``), how many of how many ``what`` have no user input, the first few ids
+    (with their upstream file:line when known), and what to do."""
+
+    def named(scenario: Scenario) -> str:
+        return f"{scenario.id} ({scenario.source})" if scenario.source else scenario.id
+
+    shown = ", ".join(named(scenario) for scenario in missing[:_SHOWN_IDS])
+    more = f" and {len(missing) - _SHOWN_IDS} more" if len(missing) > _SHOWN_IDS else ""
+    return (
+        f"{where}: {len(missing)} of {total} {what} have no user input (empty user_input: {shown}{more}); "
+        f"{stage} needs the user's message, nothing was sent: {NO_INPUT_ADVICE}"
+    )
+
+
+def refuse_missing_input(scenarios: Sequence[Scenario], *, source: str) -> None:
+    """Raise :class:`MissingUserInput` when any of ``scenarios`` lacks user input (one without is enough: a run
+    that silently skipped some would look complete and compare models on a subset)."""
+    missing = [scenario for scenario in scenarios if lacks_user_input(scenario)]
+    if missing:
+        message = no_input_message(
+            where=source, missing=missing, total=len(scenarios), what="selected scenarios", stage="generation"
+        )
+        raise MissingUserInput(message)
+
+
 @dataclass
 class GenerationSummary(StageSummary):
     """What one generate invocation did (besides :class:`StageSummary`'s written and failures)."""
@@ -143,11 +186,17 @@ def run_generation(
     subtasks: Sequence[str] = (),
     limit: int | None = None,
     progress: bool = True,
+    source: str = "the scenarios",
 ) -> GenerationSummary:
-    """Generate the missing responses of the selected scenarios into ``run``; record the stage in the manifest."""
+    """Generate the missing responses of the selected scenarios into ``run``; record the stage in the manifest.
+
+    Selected scenarios without user input are refused (:class:`MissingUserInput`, naming ``source``, the scenarios
+    file) before anything is written or sent.
+    """
     from pipeline.prompts import PROMPT_VERSION
 
     selected = select_scenarios(scenarios, subtasks=subtasks, limit=limit)
+    refuse_missing_input(selected, source=source)
     summary = GenerationSummary(selected=len(selected))
     summary.scenarios_added = merge_scenarios(run, selected)
     done = run.load(run.responses, Response).keys()

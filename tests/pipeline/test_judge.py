@@ -337,3 +337,16 @@ def test_a_nul_in_the_judges_answer_is_kept_visibly_replaced() -> None:
     task = JudgeTask(key=("s1", "m", "with_sap"), messages=[], digest="d")
     judgment = judgment_for(task, judge_model="j", version="v", raw='{"score": 4}\x00', usage={})
     assert judgment.raw == '{"score": 4}\ufffd' and judgment.J_judge == 4.0
+
+
+def test_cli_on_an_unscored_run_fails_before_any_judge_call(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    fake_openai.answer = _judge_answer
+    run = _prepared_run(tmp_path / "run", make_scenarios(6))  # three itinerary I-III responses to judge
+    run.scores.unlink()
+    args = ["--run", str(run.root), "--judge-model", "judge-x", "--base-url", fake_openai.base_url, "--no-progress"]
+    result = CliRunner().invoke(judge, args)
+    assert result.exit_code == 1
+    assert f"{run.scores}: no scores yet; run `h2h score --run {run.root}` first" in result.output
+    assert fake_openai.chat_requests() == []  # before: every judge call was made, then "no scores yet"
+    assert not run.judgments.exists() and not (run.root / "judge_cache").exists()
+    assert run.read_manifest()["stages"] == []  # no judge stage recorded either
