@@ -16,12 +16,14 @@ from pydantic_core import PydanticCustomError
 from pipeline.taxonomy import ALPHA as ALPHA
 from pipeline.taxonomy import DIMENSION_OF_SUBTASK as DIMENSION_OF_SUBTASK
 from pipeline.taxonomy import JUDGED_SUBTASKS as JUDGED_SUBTASKS
+from pipeline.taxonomy import ROUGE_MEASURES as ROUGE_MEASURES
 from pipeline.taxonomy import SUBTASKS as SUBTASKS
 from pipeline.taxonomy import TABLE1_COUNTS as TABLE1_COUNTS
 from pipeline.taxonomy import TAU as TAU
 from pipeline.taxonomy import VARIANTS as VARIANTS
 from pipeline.taxonomy import Dimension as Dimension
 from pipeline.taxonomy import InstructionKind as InstructionKind
+from pipeline.taxonomy import RougeMeasure as RougeMeasure
 from pipeline.taxonomy import Subtask as Subtask
 from pipeline.taxonomy import Variant as Variant
 
@@ -161,10 +163,16 @@ class ScoreSignature(Record):
     rouge_score: str
     tokenizer: str
     embedder: str  # e.g. "bge-m3", "minilm:all-MiniLM-L6-v2", "none"
+    # ROUGE-1/L as F-measure (DESIGN.md) or as recall (the paper's "lexical recall"): README "Where this project
+    # departs from the paper". Scores written before the choice existed were F-measures, hence the default.
+    rouge_measure: RougeMeasure = "f"
 
     def label(self) -> str:
         """One line naming every part; equal labels mean scores may share a table."""
-        return f"sacrebleu={self.sacrebleu}|rouge_score={self.rouge_score}|tok={self.tokenizer}|emb={self.embedder}"
+        return (
+            f"sacrebleu={self.sacrebleu}|rouge_score={self.rouge_score}|rouge={self.rouge_measure}"
+            f"|tok={self.tokenizer}|emb={self.embedder}"
+        )
 
 
 class Score(Record):

@@ -54,3 +54,8 @@ JUDGED_SUBTASKS: frozenset[str] = frozenset({"itinerary_basic", "itinerary_middl
 #: J = ALPHA * 5S + (1 - ALPHA) * J_judge; items with J < TAU go to human adjudication.
 ALPHA = 0.6
 TAU = 3.5
+
+#: How ROUGE-1 and ROUGE-L enter S: the F-measure (the default, DESIGN.md) or recall (the paper's "lexical recall").
+#: Part of every score's signature, so the two never share a table.
+RougeMeasure = Literal["f", "recall"]
+ROUGE_MEASURES: tuple[RougeMeasure, ...] = ("f", "recall")

@@ -8,13 +8,23 @@ from typing import TYPE_CHECKING
 
 import click
 
+from pipeline.taxonomy import ROUGE_MEASURES
+
 if TYPE_CHECKING:
     from pipeline.jsonl import RecordError
     from pipeline.records import ScorePair
     from pipeline.scoring.embedding import Embedder
+    from pipeline.taxonomy import RougeMeasure
 
 EMBEDDER_CHOICE = click.Choice(["bge-m3", "minilm", "none"])
 TOKENIZER_CHOICE = click.Choice(["zh", "jieba"])
+ROUGE_MEASURE_OPTION = click.option(
+    "--rouge-measure",
+    type=click.Choice(ROUGE_MEASURES),
+    default="f",
+    show_default=True,
+    help="ROUGE-1/L as F-measure or as recall (the paper's 'lexical recall'); part of the score signature.",
+)
 EMBEDDER_MODEL_OPTION = click.option(
     "--embedder-model",
     default=None,
@@ -80,6 +90,8 @@ def read_pairs(path: Path) -> tuple[list[ScorePair], list[RecordError]]:
 @click.option("--rescore", is_flag=True, help="Replace existing scores made with another signature (kept aside).")
 @EMBEDDER_MODEL_OPTION
 @EMBEDDER_BATCH_OPTION
+@ROUGE_MEASURE_OPTION
+@click.option("--no-progress", is_flag=True, help="Hide the progress bar.")
 def score_command(
     run_dir: Path,
     embedder: str,
@@ -88,6 +100,8 @@ def score_command(
     rescore: bool,
     embedder_model: str | None,
     embedder_batch_size: int | None,
+    rouge_measure: RougeMeasure,
+    no_progress: bool,
 ) -> None:
     """Score every response of RUN not scored yet (BLEU-1..4, ROUGE-1/L, SS, S); resumes after a kill."""
     from pipeline.jsonl import RecordError
@@ -109,6 +123,8 @@ def score_command(
             rescore=rescore,
             embedder_model=embedder_model,
             embedder_batch_size=embedder_batch_size,
+            rouge_measure=rouge_measure,
+            progress=not no_progress,
         )
     except (ScoringError, RecordError) as exc:
         raise click.ClickException(str(exc)) from exc
@@ -123,6 +139,7 @@ def score_command(
 @click.option("--workers", type=click.IntRange(min=1), default=1, show_default=True, help="Processes for BLEU/ROUGE.")
 @EMBEDDER_MODEL_OPTION
 @EMBEDDER_BATCH_OPTION
+@ROUGE_MEASURE_OPTION
 def score_pairs_command(
     input_path: Path,
     output: Path,
@@ -131,6 +148,7 @@ def score_pairs_command(
     workers: int,
     embedder_model: str | None,
     embedder_batch_size: int | None,
+    rouge_measure: RougeMeasure,
 ) -> None:
     """Score {"id","hypothesis","reference"} lines; write id, bleu1..4, rouge1, rougeL, ss, S in input order."""
     from pipeline.jsonl import write_records
@@ -144,7 +162,7 @@ def score_pairs_command(
             click.echo(str(problem), err=True)
         raise click.ClickException(f"{len(problems)} problem(s) in {input_path}; nothing written")
     texts = [(pair.hypothesis, pair.reference) for pair in pairs]
-    lexical = score_pairs(texts, tokenizer=tokenizer, workers=workers)
+    lexical = score_pairs(texts, tokenizer=tokenizer, workers=workers, rouge_measure=rouge_measure)
     loaded = _load_embedder_loudly(embedder, embedder_model, embedder_batch_size)
     similarities: list[float | None] = [None] * len(pairs)
     if loaded is not None:

@@ -4,7 +4,8 @@ Two implementations give the same numbers:
 
 * :class:`LibraryScorer` is the definition: ``sacrebleu.metrics.BLEU(max_ngram_order=n,
   effective_order=True, tokenize=...).sentence_score(hyp, [ref]).score / 100`` for n = 1..4 and
-  rouge-score's ``RougeScorer(["rouge1", "rougeL"], tokenizer=...)`` F-measures. It is slow
+  rouge-score's ``RougeScorer(["rouge1", "rougeL"], tokenizer=...)`` F-measures (or recalls: ``rouge_measure``,
+  README "Where this project departs from the paper"). It is slow
   (rouge-score's LCS is a pure-Python table) and serves as the reference in tests and benchmarks.
 * :class:`FastScorer` tokenises and counts each reference's n-grams once (every model answers the
   same references). For the many hypotheses of one reference it counts clipped n-gram matches of all
@@ -32,6 +33,7 @@ from typing import NamedTuple, cast
 import numpy as np
 
 from pipeline.scoring.tokenize import get_tokenizer
+from pipeline.taxonomy import RougeMeasure
 
 MAX_ORDER = 4
 #: Below this many hypotheses per reference, per-pair counting beats numpy's per-call overhead.
@@ -68,11 +70,12 @@ class _TokenList:
 class LibraryScorer:
     """The metrics exactly as sacrebleu and rouge-score compute them, one pair at a time (slow)."""
 
-    def __init__(self, tokenizer: str = "zh") -> None:
+    def __init__(self, tokenizer: str = "zh", *, rouge_measure: RougeMeasure = "f") -> None:
         from rouge_score.rouge_scorer import RougeScorer
         from sacrebleu.metrics.bleu import BLEU
 
         self.tokenizer_name = tokenizer
+        self._rouge_field = "fmeasure" if rouge_measure == "f" else "recall"
         # The zh tokenizer is sacrebleu's own; jieba text is pre-tokenised, so BLEU must not re-tokenise it.
         bleu_tokenize = "zh" if tokenizer == "zh" else "none"
         self._bleus = [
@@ -91,7 +94,8 @@ class LibraryScorer:
         hyp, ref = self._bleu_text(hypothesis), self._bleu_text(reference)
         bleu = [metric.sentence_score(hyp, [ref]).score / 100 for metric in self._bleus]
         rouge = self._rouge.score(reference, hypothesis)  # rouge-score takes (target, prediction)
-        return LexicalScores._make((*bleu, rouge["rouge1"].fmeasure, rouge["rougeL"].fmeasure))
+        rouge1, rouge_l = (getattr(rouge[name], self._rouge_field) for name in ("rouge1", "rougeL"))
+        return LexicalScores._make((*bleu, rouge1, rouge_l))
 
 
 class _SacrebleuZhTokens:
@@ -238,12 +242,13 @@ def cumulative_bleu(correct: Sequence[int], total: Sequence[int], sys_len: int, 
 class FastScorer:
     """The same numbers as :class:`LibraryScorer`, computed from shared reference statistics."""
 
-    def __init__(self, tokenizer: str = "zh") -> None:
+    def __init__(self, tokenizer: str = "zh", *, rouge_measure: RougeMeasure = "f") -> None:
         from rapidfuzz.distance import LCSseq
         from rouge_score.scoring import fmeasure
 
         self._tokenizer = get_tokenizer(tokenizer)
-        self._fmeasure = fmeasure
+        # rouge-score's own formula for the F-measure; recall is the overlap over the reference's length
+        self._measure: Callable[[float, float], float] = fmeasure if rouge_measure == "f" else _recall
         self._lcs = LCSseq.similarity
         self._references: dict[str, ReferenceStats] = {}
 
@@ -294,22 +299,30 @@ class FastScorer:
         # every metric in [0, 1], and the clamp moves nothing by more than a few ulps.
         bleu = [min(value, 1.0) for value in cumulative_bleu(correct, total, hyp_len, ref.length)]
         # ROUGE-1's clipped unigram overlap is BLEU's clipped unigram count; rouge-score's formula follows.
-        rouge1 = self._fmeasure(correct[0] / max(hyp_len, 1), correct[0] / max(ref.length, 1))
+        rouge1 = self._measure(correct[0] / max(hyp_len, 1), correct[0] / max(ref.length, 1))
         rouge_l = 0.0
         if hyp_len and ref.length:
             # Ids make rapidfuzz compare tokens exactly (given strings' lists it would compare their hashes);
             # tokens the reference lacks all share id 0, which no reference token has.
             lcs = self._lcs(ref.token_ids, hyp_ids)
-            rouge_l = self._fmeasure(lcs / hyp_len, lcs / ref.length)
+            rouge_l = self._measure(lcs / hyp_len, lcs / ref.length)
         return LexicalScores._make((*bleu, rouge1, rouge_l))
 
 
-def score_groups(groups: Sequence[tuple[str, Sequence[str]]], tokenizer: str) -> list[list[LexicalScores]]:
+def _recall(precision: float, recall: float) -> float:
+    """ROUGE as recall: the share of the reference's tokens (or its LCS) the hypothesis covers."""
+    del precision  # the same (precision, recall) signature as rouge-score's fmeasure
+    return recall
+
+
+def score_groups(
+    groups: Sequence[tuple[str, Sequence[str]]], tokenizer: str, rouge_measure: RougeMeasure = "f"
+) -> list[list[LexicalScores]]:
     """Score each group ``(reference, hypotheses)``; one list of scores per group, in order.
 
     A module-level function so a process pool can run it.
     """
-    scorer = FastScorer(tokenizer)
+    scorer = FastScorer(tokenizer, rouge_measure=rouge_measure)
     results = []
     for reference, hypotheses in groups:
         results.append(scorer.score_group(reference, hypotheses))
@@ -350,17 +363,23 @@ def score_pairs(
     *,
     tokenizer: str = "zh",
     workers: int = 1,
+    rouge_measure: RougeMeasure = "f",
 ) -> list[LexicalScores]:
     """Return the lexical scores of each ``(hypothesis, reference)`` pair, in input order.
 
     Pairs sharing a reference are scored together so the reference is tokenised once. With
-    ``workers > 1`` the work is spread over processes; the numbers do not change.
+    ``workers > 1`` the work is spread over processes; the numbers do not change. ``rouge_measure``: ROUGE-1 and
+    ROUGE-L as F-measure or recall.
     """
     by_reference: dict[str, list[int]] = defaultdict(list)
     for index, (_, reference) in enumerate(pairs):
         by_reference[reference].append(index)
     groups = [(reference, [pairs[i][0] for i in indices]) for reference, indices in by_reference.items()]
-    group_scores = score_groups(groups, tokenizer) if workers <= 1 else _score_in_pool(groups, tokenizer, workers)
+    group_scores = (
+        score_groups(groups, tokenizer, rouge_measure)
+        if workers <= 1
+        else _score_in_pool(groups, tokenizer, workers, rouge_measure)
+    )
     results: list[LexicalScores | None] = [None] * len(pairs)
     for indices, scores in zip(by_reference.values(), group_scores, strict=True):
         for index, score in zip(indices, scores, strict=True):
@@ -368,11 +387,13 @@ def score_pairs(
     return cast("list[LexicalScores]", results)  # every index was filled above
 
 
-def _score_in_pool(groups: list[tuple[str, list[str]]], tokenizer: str, workers: int) -> list[list[LexicalScores]]:
+def _score_in_pool(
+    groups: list[tuple[str, list[str]]], tokenizer: str, workers: int, rouge_measure: RougeMeasure
+) -> list[list[LexicalScores]]:
     # A few chunks per worker balances uneven group sizes without paying per-group IPC.
     chunks = _chunks(groups, workers * 4)
     with make_pool(workers) as pool:
-        return _flatten(pool.map(score_groups, chunks, [tokenizer] * len(chunks)))
+        return _flatten(pool.map(score_groups, chunks, repeat(tokenizer), repeat(rouge_measure)))
 
 
 def _flatten(chunk_results: Iterable[list[list[LexicalScores]]]) -> list[list[LexicalScores]]:

@@ -20,7 +20,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from pipeline.records import Response, Scenario, Score, ScoreSignature, utc_now
+from pipeline.records import Response, RougeMeasure, Scenario, Score, ScoreSignature, utc_now
 from pipeline.rundir import RunDir
 from pipeline.scoring.combine import combine_s
 from pipeline.scoring.embedding import Embedder, cosine_similarities, embedder_name_without_loading, load_embedder
@@ -38,13 +38,14 @@ class ScoringError(ValueError):
     """The run directory cannot be scored as asked (missing scenario, mixed signatures)."""
 
 
-def score_signature(tokenizer: str, embedder_name: str) -> ScoreSignature:
+def score_signature(tokenizer: str, embedder_name: str, rouge_measure: RougeMeasure = "f") -> ScoreSignature:
     """The signature every score made with these settings carries (``embedder_name``: ``Embedder.name`` or none)."""
     return ScoreSignature(
         sacrebleu=version("sacrebleu"),
         rouge_score=version("rouge-score"),
         tokenizer=get_tokenizer(tokenizer).name,
         embedder=embedder_name,
+        rouge_measure=rouge_measure,
     )
 
 
@@ -110,25 +111,25 @@ def _similarities(embedder: Embedder | None, block: list[Response], references: 
 
 
 def _lexical_results(
-    work: list[list[tuple[str, list[str]]]], tokenizer: str, workers: int
+    work: list[list[tuple[str, list[str]]]], tokenizer: str, workers: int, rouge_measure: RougeMeasure
 ) -> Iterator[list[LexicalScores]]:
     """Yield each block's lexical scores, flat; with a pool, a few blocks are computed ahead."""
     if workers <= 1:
         for groups in work:
-            yield list(chain.from_iterable(score_groups(groups, tokenizer)))
+            yield list(chain.from_iterable(score_groups(groups, tokenizer, rouge_measure)))
         return
     with make_pool(workers) as pool:
         pending: deque[Future[list[list[LexicalScores]]]] = deque()
         queued = iter(work)
         for groups in queued:
-            pending.append(pool.submit(score_groups, groups, tokenizer))
+            pending.append(pool.submit(score_groups, groups, tokenizer, rouge_measure))
             if len(pending) >= workers * 2:
                 break
         while pending:
             result = pending.popleft().result()
             upcoming = next(queued, None)
             if upcoming is not None:
-                pending.append(pool.submit(score_groups, upcoming, tokenizer))
+                pending.append(pool.submit(score_groups, upcoming, tokenizer, rouge_measure))
             yield list(chain.from_iterable(result))
 
 
@@ -158,7 +159,7 @@ def _score_blocks(
     responses = {r.key: r for block in blocks for r in block}
     written = 0
     with run.appender(run.scores) as out:
-        lexical = _lexical_results([groups for _, groups in work], tokenizer, workers)
+        lexical = _lexical_results([groups for _, groups in work], tokenizer, workers, signature.rouge_measure)
         for block, (keys, _), metrics in zip(blocks, work, lexical, strict=True):
             similarity = _similarities(embedder, block, references)
             for key, key_metrics in zip(keys, metrics, strict=True):
@@ -180,6 +181,7 @@ def score_run(
     block_size: int = BLOCK_SIZE,
     embedder_model: str | None = None,
     embedder_batch_size: int | None = None,
+    rouge_measure: RougeMeasure = "f",
 ) -> int:
     """Score every response of ``run`` not yet in ``RUN/scores.jsonl``; return how many were scored now.
 
@@ -187,7 +189,8 @@ def score_run(
     Raises :class:`ScoringError` when a response names an unknown scenario or when the existing scores
     carry another signature (unless ``rescore``, which moves them aside and starts over). ``embedder_model``: the
     BGE-M3 model to load (hub id or local directory; see :func:`pipeline.scoring.embedding.load_embedder`);
-    ``embedder_batch_size``: texts per batch (default: by device).
+    ``embedder_batch_size``: texts per batch (default: by device); ``rouge_measure``: ROUGE-1/L as F-measure or
+    recall (part of the signature, so a run scored one way refuses the other without ``rescore``).
     """
     scenarios = run.load_scenarios()
     responses = list(run.load(run.responses, Response).values())
@@ -200,7 +203,7 @@ def score_run(
     loaded = (
         load_embedder(embedder, model=embedder_model, batch_size=embedder_batch_size) if known_name is None else None
     )
-    signature = score_signature(tokenizer, known_name or (loaded.name if loaded is not None else "none"))
+    signature = score_signature(tokenizer, known_name or (loaded.name if loaded is not None else "none"), rouge_measure)
     existing = run.load(run.scores, Score)
     if not _check_signatures(run, existing, signature, rescore):
         existing = {}
@@ -214,6 +217,7 @@ def score_run(
         written = _score_blocks(run, blocks, scenarios, todo, loaded, signature, tokenizer, workers, bar)
     run.record_stage(
         "score", embedder=signature.embedder, embedder_requested=embedder, tokenizer=signature.tokenizer,
+        rouge_measure=rouge_measure,
         workers=workers, scored=written, already_scored=len(existing), signature=signature.model_dump(),
     )  # fmt: skip
     logger.info("scored %d responses (%d were already scored)", written, len(existing))
