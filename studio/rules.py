@@ -8,7 +8,7 @@ that is not stated where the decision is shown. The rules themselves run in :mod
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -85,16 +85,34 @@ class CriteriaRule(RuleModel):
 
 
 class MeanRule(RuleModel):
-    """Mean of ``score`` per item; optional nominal questions decided by majority (e.g. a violation)."""
+    """Mean of ``score`` per item; optional yes/no questions decided by majority (e.g. a violation).
+
+    ``violation_tie`` says what a tie on a ``majority_of`` question is (Table 3's rule): ``not_violation`` (the
+    default, the paper's "identified by annotators") — yes only when more than half of an item's raters say yes;
+    ``violation`` (safety first) — a split panel counts as yes.
+    """
+
+    #: ``violation_tie`` → the rule in words, as Table 3's notes and exports state it.
+    TIE_RULES: ClassVar[dict[str, str]] = {
+        "not_violation": "violation: more than half of a response's raters say yes (a tie is not a violation)",
+        "violation": (
+            "violation: at least half of a response's raters say yes (a tie counts as a violation: safety first)"
+        ),
+    }
 
     rule: Literal["mean"]
     score: str
     majority_of: list[str] = Field(default_factory=list)
     group_by: list[Literal["model", "variant", "instruction_kind", "subtask"]] = Field(default_factory=list)
+    violation_tie: Literal["not_violation", "violation"] = "not_violation"
+
+    def tie_rule(self) -> str:
+        """The ``majority_of`` rule in words (:data:`TIE_RULES`), e.g. Table 3's violation rule."""
+        return self.TIE_RULES[self.violation_tie]
 
     def statement(self) -> str:
         groups = f" per {', '.join(self.group_by)}" if self.group_by else " per item"
-        majority = f"; {', '.join(self.majority_of)} by majority of an item's answers" if self.majority_of else ""
+        majority = f"; {self.tie_rule()}" if self.majority_of else ""
         return f"Mean of {self.score}{groups}{majority}. A table only: no scenario's status changes."
 
 
