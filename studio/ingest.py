@@ -170,11 +170,14 @@ def _ingest_scenarios(
     report.scenarios_added, report.scenarios_updated = len(added), len(changed)
 
 
-def ingest_scenarios(session: Session, scenarios: Iterable[Scenario], *, actor: str) -> IngestReport:
+def ingest_scenarios(
+    session: Session, scenarios: Iterable[Scenario], *, actor: str, progress: bool = True
+) -> IngestReport:
     """Add new scenarios and update changed ones in place (audit-logged), by the rule ``h2h ingest`` follows, in the
-    caller's transaction (the admin page's and API's imports)."""
+    caller's transaction (the admin page's and API's imports); a bar on stderr counts large batches unless
+    ``progress`` is False."""
     report = IngestReport()
-    _ingest_scenarios(session, scenarios, actor, report)
+    _ingest_scenarios(session, scenarios, actor, report, progress=progress)
     return report
 
 

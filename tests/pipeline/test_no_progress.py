@@ -89,3 +89,21 @@ def test_ingest_without_progress_writes_no_bar(tmp_path: Path, capfd: pytest.Cap
         assert report.scenarios_added > 0 and report.scores_added > 0
     assert BAR in stderr[True] and "scenarios" in stderr[True]
     assert BAR not in stderr[False], stderr[False]
+
+
+def test_ingest_scenarios_without_progress_writes_no_bar(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    from studio.db import create_db_engine, upgrade_db, write_session
+    from studio.ingest import ingest_scenarios
+
+    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
+    upgrade_db(url)
+    engine = create_db_engine(url)
+    stderr = {}
+    for progress, scenarios in ((True, make_scenarios(3)), (False, make_scenarios(6)[3:])):
+        capfd.readouterr()
+        with write_session(engine) as session:
+            report = ingest_scenarios(session, scenarios, actor="test", progress=progress)
+        stderr[progress] = capfd.readouterr().err
+        assert report.scenarios_added == 3
+    engine.dispose()
+    assert BAR in stderr[True] and BAR not in stderr[False], stderr
