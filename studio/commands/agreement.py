@@ -3,6 +3,11 @@
 The file may be ``h2h export votes``'s own: its ``question`` column picks one question (``--question``), and the
 apostrophe that export puts before formula-like cells (``'-2``) is taken off again before the values are read.
 Problems are still reported with the line numbers of the file given.
+
+``--quota N`` computes every figure over the complete items — those at least N annotators answered in the file (any
+question) — as ``h2h export agreement`` does at the campaign's complete_at; without it, over every item in the file.
+The output names the set (``item_set``) either way. Both commands call the same
+``studio.results.agreement.agreement_report``, so the same votes and seed give the same α interval.
 """
 
 from __future__ import annotations
@@ -11,11 +16,15 @@ import csv
 import json
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
 from pipeline.csvsafe import FORMULA_PREFIXES
 from studio.results.defaults import DEFAULT_RESAMPLES
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: How many bad rows to list before giving up on the file.
 MAX_REPORTED_ERRORS = 20
@@ -37,6 +46,13 @@ MAX_REPORTED_ERRORS = 20
     help="Level of measurement of the question's answers.",
 )
 @click.option("--question", default=None, help="The question to rate, when the file has a question column.")
+@click.option(
+    "--quota",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Only the complete items: those that at least this many annotators answered in the file (any question) — "
+    "the campaign's complete_at, which h2h export agreement applies. Default: every item in the file.",
+)
 @click.option("--seed", default=0, show_default=True, help="Seed of the bootstrap resampling.")
 @click.option(
     "--resamples", default=DEFAULT_RESAMPLES, show_default=True, help="Bootstrap resamples for α's 95% interval."
@@ -49,21 +65,63 @@ MAX_REPORTED_ERRORS = 20
     help="Also write each annotator's agreement with the majority here (.csv, .jsonl or .parquet).",
 )
 def agreement_command(
-    votes_path: Path, level: str, question: str | None, seed: int, resamples: int, annotators_path: Path | None
+    votes_path: Path,
+    level: str,
+    question: str | None,
+    quota: int | None,
+    seed: int,
+    resamples: int,
+    annotators_path: Path | None,
 ) -> None:
-    """Print Krippendorff's α (+ bootstrap 95% CI), Fleiss' κ and percent agreement of one question as JSON."""
-    import pandas as pd
-
-    from pipeline.jsonl import RecordError
-    from studio.results.agreement import agreement_report, annotator_agreement, code_ratings
+    """Print Krippendorff's α (+ bootstrap 95% CI), Fleiss' κ and percent agreement of one question as JSON, with the
+    item set they are computed over."""
+    from studio.results.agreement import agreement_report, annotator_agreement, choose_items, code_ratings
     from studio.results.export_formats import write_table
-    from studio.results.votes_csv import read_votes
 
     if resamples < 0:
         raise click.BadParameter("must be 0 or more", param_hint="--resamples")
+    frame, pairs = _load(votes_path, question, level)
+    chosen = choose_items(pairs, items="all" if quota is None else "complete", quota=quota)
+    report = agreement_report(frame, level=level, resamples=resamples, seed=seed, item_set=chosen)  # type: ignore[arg-type]
+    for note in (report.alpha_note, report.fleiss_kappa_note):
+        if note:
+            click.echo(f"note: {note}", err=True)
+    if annotators_path is not None:
+        ratings = code_ratings(chosen.select(frame), level=level)  # type: ignore[arg-type]
+        write_table(annotator_agreement(ratings), annotators_path)
+    summary = report.to_dict()
+    click.echo(json.dumps({key: summary[key] for key in SUMMARY_KEYS}, ensure_ascii=False))
+
+
+#: What ``h2h agreement`` prints: the figures, their counts and the item set they are over.
+SUMMARY_KEYS: tuple[str, ...] = (
+    "alpha",
+    "alpha_ci",
+    "fleiss_kappa",
+    "percent_agreement",
+    "n_items",
+    "n_annotators",
+    "n_pairable_items",
+    "items",
+    "quota",
+    "n_items_left_out",
+    "item_set",
+)
+
+
+def _load(votes_path: Path, question: str | None, level: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The question's votes (item, annotator, value) and every (item, annotator) pair of the file, any question —
+    what makes an item complete. Bad rows are reported by the file's own line numbers and end the command."""
+    import pandas as pd
+
+    from pipeline.jsonl import RecordError
+    from studio.results.votes_csv import read_votes
+
+    header, kept = _read_rows(votes_path)
     with tempfile.TemporaryDirectory() as folder:
-        selected, original_lines = select_question(votes_path, question, Path(folder) / "votes.csv")
-        rows, problems = read_votes(selected, level)
+        target = Path(folder) / "votes.csv"
+        original_lines = _write_plain(_question_rows(votes_path, header, kept, question), header, target)
+        rows, problems = read_votes(target, level)
     problems = [RecordError(votes_path, original_lines.get(p.line, p.line), p.field, p.problem) for p in problems]
     if problems:
         for problem in problems[:MAX_REPORTED_ERRORS]:
@@ -71,16 +129,9 @@ def agreement_command(
         if len(problems) > MAX_REPORTED_ERRORS:
             click.echo(f"... and {len(problems) - MAX_REPORTED_ERRORS} more problems", err=True)
         raise SystemExit(1)
-    frame = pd.DataFrame(rows, columns=list(("item", "annotator", "value")))
-    report = agreement_report(frame, level=level, resamples=resamples, seed=seed)  # type: ignore[arg-type]
-    for note in (report.alpha_note, report.fleiss_kappa_note):
-        if note:
-            click.echo(f"note: {note}", err=True)
-    if annotators_path is not None:
-        write_table(annotator_agreement(code_ratings(frame, level=level)), annotators_path)  # type: ignore[arg-type]
-    summary = report.to_dict()
-    keys = ("alpha", "alpha_ci", "fleiss_kappa", "percent_agreement", "n_items", "n_annotators")
-    click.echo(json.dumps({key: summary[key] for key in keys}, ensure_ascii=False))
+    answered = {((row.get("item") or "").strip(), (row.get("annotator") or "").strip()) for _, row in kept}
+    pairs = pd.DataFrame(sorted(pair for pair in answered if all(pair)), columns=["item", "annotator"])
+    return pd.DataFrame(rows, columns=["item", "annotator", "value"]), pairs
 
 
 def plain_value(cell: str) -> str:
@@ -131,6 +182,13 @@ def select_question(path: Path, question: str | None, target: Path) -> tuple[Pat
     Raises ``click.BadParameter`` when the file holds several questions and none, or an absent one, is named.
     """
     header, kept = _read_rows(path)
+    return target, _write_plain(_question_rows(path, header, kept, question), header, target)
+
+
+def _question_rows(
+    path: Path, header: list[str], kept: list[tuple[int, dict[str | None, str]]], question: str | None
+) -> list[tuple[int, dict[str | None, str]]]:
+    """The rows of ``question`` (all of them when the file has no ``question`` column); see :func:`select_question`."""
     if "question" in header:
         present = sorted({row.get("question") or "" for _, row in kept})
         if question is None and len(present) > 1:
@@ -141,10 +199,10 @@ def select_question(path: Path, question: str | None, target: Path) -> tuple[Pat
             raise click.BadParameter(
                 f"{path} has no votes on {question!r} (it has {', '.join(present)})", param_hint="--question"
             )
-        kept = [(start, row) for start, row in kept if question is None or row.get("question") == question]
-    elif question is not None:
+        return [(start, row) for start, row in kept if question is None or row.get("question") == question]
+    if question is not None:
         raise click.BadParameter(f"{path} has no question column", param_hint="--question")
-    return target, _write_plain(kept, header, target)
+    return kept
 
 
 def _write_plain(kept: list[tuple[int, dict[str | None, str]]], header: list[str], target: Path) -> dict[int, int]:

@@ -65,7 +65,10 @@ def write(frame: pd.DataFrame, output: Path, what: str) -> None:
     "coverage_path",
     type=Output,
     default=None,
-    help="Also write each cell's items counted and pending here (model, column, counted, pending; format by suffix).",
+    help=(
+        "Also write each cell's coverage here (model, column, counted, pending, subtasks_counted, subtasks; format "
+        "by suffix)."
+    ),
 )
 @db_option
 def leaderboard_export(
@@ -77,7 +80,8 @@ def leaderboard_export(
     db_url: str | None,
 ) -> None:
     """Paper Table 2 from the store (``h2h leaderboard``'s definition): J_final for itinerary I–III once
-    adjudicated; items awaiting adjudication are pending, left out of the means and reported per model and subtask."""
+    adjudicated; items awaiting adjudication are pending, left out of the means and reported per model and subtask;
+    a dimension's average over fewer than all its subtasks is left empty and reported per model."""
     from studio.services.research import leaderboard
 
     with store_session(db_url) as session:
@@ -85,10 +89,15 @@ def leaderboard_export(
     write(view.table, output, "leaderboard")
     if coverage_path is not None:
         write(view.coverage, coverage_path, "coverage")
-    from pipeline.leaderboard import describe_pending
+    from pipeline.leaderboard import AVERAGES_RULE, describe_partial, describe_pending
 
     for line in describe_pending(view.board):
         click.echo(f"pending: {line}", err=True)
+    partial = describe_partial(view.board)
+    for line in partial:
+        click.echo(f"partial: {line}", err=True)
+    if partial:
+        click.echo(AVERAGES_RULE, err=True)
 
 
 @click.command("sap")
@@ -101,13 +110,16 @@ def leaderboard_export(
 def sap_export(
     output: Path, campaign: str | None, by_model: bool, signature: str | None, plot: Path | None, db_url: str | None
 ) -> None:
-    """Paper Table 3: safety perception, violation rate, BLEU-4, ROUGE-L and SS per variant (complete items)."""
-    from studio.results.tables import plot_safety
+    """Paper Table 3: safety perception, violation rate, BLEU-4, ROUGE-L and SS per variant (complete items).
+
+    Says the violation rule it counted by (the workflow's ``violation_tie``; the file's violation_tie column)."""
+    from studio.results.tables import plot_safety, table3_rule
     from studio.services.research import sap_table
 
     with store_session(db_url) as session:
         table = sap_table(session, campaign=campaign, by_model=by_model, signature=signature)
     write(table, output, "SAP safety")
+    click.echo(f"Table 3's {table3_rule(table)}")
     if plot is not None:
         plot_safety(table, plot)
 
@@ -135,6 +147,15 @@ def instruction_export(
 @click.command("agreement")
 @output_option
 @click.option("--campaign", required=True, help="Campaign name.")
+@click.option(
+    "--items",
+    type=click.Choice(["complete", "all"]),
+    default="complete",
+    show_default=True,
+    help="The items every figure is computed over: the complete ones (those aggregation counts: answered by the "
+    "campaign's complete_at) or all answered items. The output's item_set column says which, and how many were left "
+    "out.",
+)
 @click.option("--annotators", type=Output, default=None, help="Also write per-annotator agreement here.")
 @click.option("--gold", type=Output, default=None, help="Also write gold-item accuracy here.")
 @click.option(
@@ -149,18 +170,22 @@ def instruction_export(
 def agreement_export(
     output: Path,
     campaign: str,
+    items: str,
     annotators: Path | None,
     gold: Path | None,
     resamples: int,
     seed: int,
     db_url: str | None,
 ) -> None:
-    """Agreement per question (α with CI, Fleiss κ, percent agreement, counts) of one campaign."""
-    from studio.services.research import agreement
+    """Agreement per question (α with CI, Fleiss κ, percent agreement, counts) of one campaign, all over one item set
+    (``--items``); ``h2h agreement`` on the exported votes with ``--quota`` at the campaign's complete_at gives the same
+    numbers for the same seed."""
+    from studio.services.research_quality import campaign_agreement
 
     with store_session(db_url) as session:
-        view = agreement(session, campaign=campaign, resamples=resamples, seed=seed)
+        view = campaign_agreement(session, campaign=campaign, items=items, resamples=resamples, seed=seed)
     write(view.by_question, output, "agreement")
+    click.echo(f"items: agreement {view.item_set.describe()}", err=True)
     if annotators is not None:
         write(view.annotators, annotators, "annotator")
     if gold is not None:

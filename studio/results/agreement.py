@@ -4,6 +4,13 @@ each annotator's agreement with the others' majority, and accuracy on gold items
 Input is long form — one row per answer with columns ``item``, ``annotator``, ``value`` — where a missing
 value (NaN, None or an empty string) means "no answer" and is dropped. Everything here is pure: plain
 DataFrames in, numbers and DataFrames out; the caller fetches answers from the store.
+
+Every figure of one campaign question is computed over one :class:`ItemSet` (:func:`choose_items`): by default the
+*complete* items — those with the answers aggregation counts (``studio.results.aggregate.complete_answers`` at the
+campaign's ``complete_at``) — and every report says which set it used and how many answered items it left out.
+Items are coded in one canonical order (:func:`item_order`) whatever type their labels arrive as, so the one
+bootstrap (:func:`studio.results.coincidence.bootstrap_alphas`) draws the same units for the same votes read from
+the store or from a file.
 """
 
 from __future__ import annotations
@@ -11,15 +18,105 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
 
-from studio.results.coincidence import LEVELS, Level, alpha_from_counts, bootstrap_alphas
+from studio.results.aggregate import complete_answers
+from studio.results.coincidence import (
+    LEVELS,
+    Level,
+    alpha_from_counts,
+    bootstrap_alphas,
+    fleiss_kappa,
+    percent_agreement,
+)
 from studio.results.defaults import DEFAULT_RESAMPLES
 
 COLUMNS: tuple[str, str, str] = ("item", "annotator", "value")
+#: Re-exported: the count-matrix statistics live in ``studio.results.coincidence``.
+__all__ = [
+    "AgreementReport",
+    "ItemSet",
+    "Ratings",
+    "agreement_by_question",
+    "agreement_report",
+    "annotator_agreement",
+    "choose_items",
+    "code_ratings",
+    "fleiss_kappa",
+    "gold_accuracy",
+    "item_order",
+    "percent_agreement",
+]
+#: The item sets agreement can be computed over: the complete items (the default) or every answered item.
+ITEM_SETS: tuple[str, ...] = ("complete", "all")
+ItemRule = Literal["complete", "all"]
+
+
+def _items(count: int) -> str:
+    return f"{count} item" if count == 1 else f"{count} items"
+
+
+@dataclass(frozen=True)
+class ItemSet:
+    """The items every agreement figure of a campaign (or a votes file) is computed over.
+
+    ``rule`` is ``complete`` (items with at least ``quota`` answers, as aggregation counts them) or ``all`` (every
+    answered item); ``quota`` is None where it is not known (a votes file read without ``--quota``). ``answered``
+    counts the items with an answer, ``below_quota`` those of them short of the quota.
+    """
+
+    rule: ItemRule
+    quota: int | None
+    items: tuple[Any, ...]
+    answered: int
+    below_quota: int
+
+    @property
+    def left_out(self) -> int:
+        """Answered items this set leaves out (those below quota under ``complete``; none under ``all``)."""
+        return self.below_quota if self.rule == "complete" else 0
+
+    def describe(self) -> str:
+        """The set in words, e.g. "over the 58 complete items (quota 20); 7 items below quota left out"."""
+        if self.rule == "complete":
+            left = f"{_items(self.left_out)} below quota left out" if self.left_out else "no item below quota"
+            return f"over the {_items(len(self.items)).replace('item', 'complete item')} (quota {self.quota}); {left}"
+        if self.quota is None:
+            return f"over all {_items(len(self.items))} given (no quota given: none left out)"
+        return (
+            f"over all {_items(len(self.items))} answered (items=all), "
+            f"{self.below_quota} of them below the quota of {self.quota}"
+        )
+
+    def select(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """The rows of ``frame`` (with an ``item`` column) whose item is in this set."""
+        return frame[frame["item"].isin(list(self.items))]
+
+
+def choose_items(answers: pd.DataFrame, *, items: str = "complete", quota: int | None) -> ItemSet:
+    """Return the item set of ``answers`` (one row per answer, or per answer and question, with columns ``item``
+    and ``annotator``): under ``complete`` the items with at least ``quota`` distinct annotators — the rule of
+    :func:`studio.results.aggregate.complete_answers`, which aggregation, Table 3 and Fig. 7 use — under ``all``
+    every item. Raises ``ValueError`` for another ``items`` or for ``complete`` without a quota.
+    """
+    if items not in ITEM_SETS:
+        raise ValueError(f"items: {items!r} is not one of {', '.join(ITEM_SETS)}")
+    if items == "complete" and quota is None:
+        raise ValueError("items: 'complete' needs the quota of answers that makes an item complete")
+    pairs = answers.loc[:, ["item", "annotator"]].drop_duplicates()
+    answered = pd.unique(pairs["item"])
+    complete = pd.unique(complete_answers(pairs, quota=quota)["item"]) if quota is not None else answered
+    kept = complete if items == "complete" else answered
+    return ItemSet(
+        rule="complete" if items == "complete" else "all",
+        quota=quota,
+        items=tuple(kept),
+        answered=len(answered),
+        below_quota=len(answered) - len(complete),
+    )
 
 
 @dataclass(frozen=True)
@@ -39,10 +136,13 @@ class Ratings:
 
 @dataclass(frozen=True)
 class AgreementReport:
-    """Agreement statistics of one question. ``None`` marks a statistic that does not apply; ``*_note`` says why.
+    """Agreement statistics of one question. ``None`` marks a statistic that does not apply; ``*_note`` says why
+    (or, beside a number, which items it could not use).
 
-    ``n_items`` counts items with at least one value, ``n_values`` the non-missing answers, ``n_pairable_items``
-    the items with two or more values (the only ones α and percent agreement use).
+    ``items``, ``quota``, ``n_items_left_out`` and ``item_set`` name the :class:`ItemSet` every figure is computed
+    over and, in words, how many answered items it left out. Within it, ``n_items`` counts items with at least one
+    value, ``n_values`` the non-missing answers, ``n_pairable_items`` the items with two or more values (the only
+    ones α, Fleiss' κ and percent agreement use).
     """
 
     level: str
@@ -58,6 +158,10 @@ class AgreementReport:
     n_pairable_items: int
     resamples: int
     seed: int
+    items: str
+    quota: int | None
+    n_items_left_out: int
+    item_set: str
 
     def to_dict(self) -> dict[str, Any]:
         """Return a JSON-ready dict (the interval as a two-element list or None)."""
@@ -94,6 +198,23 @@ def _value_domain(values: pd.Series, level: Level, value_order: Sequence[Any] | 
     return domain.astype(object), codes.astype(np.int64)
 
 
+def item_order(items: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """Return (codes, labels): each row's index into the distinct item labels, in one canonical order.
+
+    Labels are compared as stripped text and ordered by number where every one is an integer (the store's item
+    ids, and the same ids read back from a votes file as text), else by text. The bootstrap draws units in this
+    order, so it must not depend on whether ids arrived as ``7`` or ``"7"`` (sorting those differently — "10"
+    before "7" — once gave the store and a file different intervals for the same votes and seed).
+    """
+    text = items.map(lambda label: str(label).strip())
+    labels = text.drop_duplicates().to_numpy(dtype=object)
+    numbers = pd.to_numeric(pd.Series(labels, dtype=object), errors="coerce").to_numpy(dtype=float)
+    integral = len(labels) > 0 and bool(np.isfinite(numbers).all()) and bool((numbers == np.round(numbers)).all())
+    ordered = labels[np.argsort(numbers if integral else labels.astype(str), kind="stable")]
+    position = {label: index for index, label in enumerate(ordered)}
+    return text.map(position).to_numpy(dtype=np.int64), np.asarray(ordered, dtype=object)
+
+
 def code_ratings(frame: pd.DataFrame, *, level: Level, value_order: Sequence[Any] | None = None) -> Ratings:
     """Code long-form answers (columns ``item``, ``annotator``, ``value``) for the agreement statistics.
 
@@ -112,7 +233,7 @@ def code_ratings(frame: pd.DataFrame, *, level: Level, value_order: Sequence[Any
         first = answered[twice].iloc[0]
         raise ValueError(f"annotator {first['annotator']!r} answered item {first['item']!r} more than once")
     domain, value_codes = _value_domain(answered["value"], level, value_order)
-    item_codes, items = pd.factorize(answered["item"], sort=True)
+    item_codes, items = item_order(answered["item"])
     annotator_codes, annotators = pd.factorize(answered["annotator"], sort=True)
     flat = item_codes * len(domain) + value_codes
     counts = np.bincount(flat, minlength=len(items) * len(domain)).reshape(len(items), len(domain))
@@ -126,46 +247,6 @@ def code_ratings(frame: pd.DataFrame, *, level: Level, value_order: Sequence[Any
         value_codes=value_codes,
         counts=counts,
     )
-
-
-def fleiss_kappa(counts: np.ndarray) -> tuple[float | None, str | None]:
-    """Return (Fleiss' κ, None), or (None, reason) where κ does not apply.
-
-    ``counts`` is items × categories. κ = (P̄ − P̄e) / (1 − P̄e) with P_i = (Σ_j n_ij² − n) / (n(n − 1)) and
-    P̄e = Σ_j p_j², p_j = share of all ratings in category j (Fleiss 1971). It needs every item rated by the same
-    number n ≥ 2 of raters, and ratings in more than one category. Values are treated as unordered categories.
-    """
-    counts = np.asarray(counts, dtype=float)
-    counts = counts[counts.sum(axis=1) > 0]
-    if len(counts) == 0:
-        return None, "no ratings"
-    raters = counts.sum(axis=1)
-    if raters.min() != raters.max():
-        return None, f"items have different numbers of raters ({int(raters.min())} to {int(raters.max())})"
-    per_item = raters[0]
-    if per_item < 2:
-        return None, "needs at least two raters per item"
-    shares = counts.sum(axis=0) / counts.sum()
-    chance = float((shares**2).sum())
-    if chance >= 1.0:
-        return None, "every rating is in one category"
-    observed = float((((counts**2).sum(axis=1) - per_item) / (per_item * (per_item - 1))).mean())
-    return (observed - chance) / (1.0 - chance), None
-
-
-def percent_agreement(counts: np.ndarray) -> float | None:
-    """Return the mean over pairable items (≥ 2 values) of the share of agreeing annotator pairs, or None.
-
-    For an item with m values of which n_c equal value c, the share is Σ_c n_c(n_c − 1) / (m(m − 1)): the
-    fraction of ordered pairs of distinct annotators who gave the same value (exact match, at every level).
-    """
-    counts = np.asarray(counts, dtype=float)
-    sizes = counts.sum(axis=1)
-    keep = sizes >= 2
-    if not keep.any():
-        return None
-    agreeing = (counts[keep] * (counts[keep] - 1.0)).sum(axis=1)
-    return float((agreeing / (sizes[keep] * (sizes[keep] - 1.0))).mean())
 
 
 def _alpha_and_interval(
@@ -195,15 +276,18 @@ def agreement_report(
     seed: int = 0,
     confidence: float = 0.95,
     value_order: Sequence[Any] | None = None,
+    item_set: ItemSet | None = None,
 ) -> AgreementReport:
-    """Return α with its bootstrap percentile interval, Fleiss' κ, percent agreement and counts for one question.
+    """Return α with its bootstrap percentile interval, Fleiss' κ, percent agreement and counts for one question,
+    all over the items of ``item_set`` (every item of ``frame`` when None; the report names the set).
 
     The interval is the (1 − confidence)/2 and (1 + confidence)/2 percentiles of ``resamples`` bootstrap
     replicates of α, each computed on pairable units drawn with replacement (see
-    :func:`studio.results.coincidence.bootstrap_alphas`); a fixed ``seed`` gives the same interval every run.
-    ``resamples=0`` skips the interval.
+    :func:`studio.results.coincidence.bootstrap_alphas`) in :func:`item_order`; a fixed ``seed`` gives the same
+    interval every run, wherever the votes were read from. ``resamples=0`` skips the interval.
     """
-    ratings = code_ratings(frame, level=level, value_order=value_order)
+    chosen = item_set if item_set is not None else choose_items(frame, items="all", quota=None)
+    ratings = code_ratings(chosen.select(frame), level=level, value_order=value_order)
     alpha, interval, alpha_note = _alpha_and_interval(ratings, resamples=resamples, seed=seed, confidence=confidence)
     kappa, kappa_note = fleiss_kappa(ratings.counts)
     return AgreementReport(
@@ -220,6 +304,10 @@ def agreement_report(
         n_pairable_items=int((ratings.counts.sum(axis=1) >= 2).sum()),
         resamples=resamples,
         seed=seed,
+        items=chosen.rule,
+        quota=chosen.quota,
+        n_items_left_out=chosen.left_out,
+        item_set=chosen.describe(),
     )
 
 
@@ -277,8 +365,10 @@ def agreement_by_question(
     resamples: int = DEFAULT_RESAMPLES,
     seed: int = 0,
     value_orders: Mapping[str, Sequence[Any]] | None = None,
+    item_set: ItemSet | None = None,
 ) -> pd.DataFrame:
-    """Return one row of :class:`AgreementReport` figures per question, each at its own level of measurement.
+    """Return one row of :class:`AgreementReport` figures per question, each at its own level of measurement and
+    all over the one ``item_set`` (every item of ``answers`` when None).
 
     ``answers`` is long form with a ``question`` column besides item, annotator, value; ``levels`` maps each
     question to agree on to its level (a schema question's ``level``); questions not in ``levels`` (free text)
@@ -287,13 +377,16 @@ def agreement_by_question(
     """
     if "question" not in answers.columns:
         raise ValueError("missing column(s): question")
+    chosen = item_set if item_set is not None else choose_items(answers, items="all", quota=None)
     reports = []
     for question, level in levels.items():
         subset = answers.loc[answers["question"] == question, list(COLUMNS)]
         if subset["value"].map(lambda value: isinstance(value, list | tuple | dict)).any():
             raise ValueError(f"question {question!r}: list answers need one yes/no question per option")
         order = (value_orders or {}).get(question)
-        report = agreement_report(subset, level=level, resamples=resamples, seed=seed, value_order=order)
+        report = agreement_report(
+            subset, level=level, resamples=resamples, seed=seed, value_order=order, item_set=chosen
+        )
         reports.append({"question": question, **report.to_dict()})
     return pd.DataFrame(reports)
 

@@ -11,6 +11,9 @@ with the level's difference function δ². This is exactly what ``krippendorff.a
 prove the two equal to 1e-9. Writing it this way lets a bootstrap resample be a *weighted sum over units*
 (integer weights = how often each unit was drawn), i.e. one matrix product for all resamples at once,
 instead of rebuilding and re-counting the data once per resample.
+
+Fleiss' κ and percent agreement, the other statistics of a value-count matrix, are here too (values as unordered
+categories, items with a single value left out: they have no pair to agree).
 """
 
 from __future__ import annotations
@@ -172,3 +175,43 @@ def bootstrap_alphas(
         weights = resample_weights(len(units), size, rng)
         replicates.append(alphas_for_weights(units, domain, level, weights))
     return np.concatenate(replicates) if replicates else np.empty(0)
+
+
+def fleiss_kappa(counts: np.ndarray) -> tuple[float | None, str | None]:
+    """Return (Fleiss' κ, note): κ, or None where it does not apply, and a note saying why or which items it left out.
+
+    ``counts`` is items × categories; values are treated as unordered categories. Fleiss (1971) written for
+    a number of raters n_i that may differ per item (some items rated by 19 people, others by 20): over the items
+    with n_i ≥ 2, P_i = (Σ_j n_ij² − n_i) / (n_i(n_i − 1)), P̄ = mean P_i, p_j = Σ_i n_ij / Σ_i n_i,
+    P̄e = Σ_j p_j² and κ = (P̄ − P̄e) / (1 − P̄e). With every n_i equal this is exactly Fleiss (1971) (and
+    ``statsmodels.stats.inter_rater.fleiss_kappa``); P̄ is :func:`percent_agreement`. An item with one rater has
+    no pair to agree and is left out (the note counts them); κ needs ratings in more than one category.
+    """
+    counts = np.asarray(counts, dtype=float)
+    raters = counts.sum(axis=1)
+    single = int((raters == 1).sum())
+    counts, raters = counts[raters >= 2], raters[raters >= 2]
+    if len(counts) == 0:
+        return None, "no item has two or more raters" if single else "no ratings"
+    shares = counts.sum(axis=0) / raters.sum()
+    chance = float((shares**2).sum())
+    if chance >= 1.0:
+        return None, "every rating is in one category"
+    observed = float((((counts**2).sum(axis=1) - raters) / (raters * (raters - 1.0))).mean())
+    left = f"{single} item(s) with a single rater left out (no pair to agree)" if single else None
+    return (observed - chance) / (1.0 - chance), left
+
+
+def percent_agreement(counts: np.ndarray) -> float | None:
+    """Return the mean over pairable items (≥ 2 values) of the share of agreeing annotator pairs, or None.
+
+    For an item with m values of which n_c equal value c, the share is Σ_c n_c(n_c − 1) / (m(m − 1)): the
+    fraction of ordered pairs of distinct annotators who gave the same value (exact match, at every level).
+    """
+    counts = np.asarray(counts, dtype=float)
+    sizes = counts.sum(axis=1)
+    keep = sizes >= 2
+    if not keep.any():
+        return None
+    agreeing = (counts[keep] * (counts[keep] - 1.0)).sum(axis=1)
+    return float((agreeing / (sizes[keep] * (sizes[keep] - 1.0))).mean())

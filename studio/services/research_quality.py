@@ -1,15 +1,16 @@
-"""How far the evaluation has come and how far its scores can be trusted: judge-vs-human calibration, progress per
-campaign and annotator, and score distributions. Read-only; who may read them is ``studio.policies.ResultsPolicy``,
-checked by ``studio.usecases.research``.
+"""How far the evaluation has come and how far its scores and votes can be trusted: judge-vs-human calibration,
+agreement per campaign question, progress per campaign and annotator, and score distributions. Read-only; who may
+read them is ``studio.policies.ResultsPolicy``, checked by ``studio.usecases.research``.
 
 Scores are read for one variant, one score signature and one judge, as the leaderboard reads them: two of one kind
 never mix in one figure (``pipeline.leaderboard.select_rows``' rule). "Complete" items are those
-``studio.results.aggregate.complete_answers`` counts — the rule aggregation, Table 3 and Fig. 7 use.
+``studio.results.aggregate.complete_answers`` counts — the rule aggregation, Table 3, Fig. 7 and, by default,
+agreement use.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -18,10 +19,28 @@ from sqlmodel import Session, col
 
 from pipeline.leaderboard import awaiting_adjudication
 from studio.models import Answer, Campaign, Item, User
+from studio.results.agreement import (
+    ItemSet,
+    agreement_by_question,
+    annotator_agreement,
+    choose_items,
+    code_ratings,
+    gold_accuracy,
+)
 from studio.results.calibration import Calibration, judge_human_calibration
-from studio.results.store_views import score_frame
-from studio.services.errors import InvalidInput
+from studio.results.coincidence import LEVELS, Level
+from studio.results.defaults import DEFAULT_RESAMPLES
+from studio.results.store_views import (
+    answers_by_question,
+    campaign_answers,
+    campaign_items,
+    gold_values,
+    question_levels,
+    score_frame,
+)
+from studio.services.errors import InvalidInput, NotFound
 from studio.services.progress import campaign_progress, complete_at
+from studio.services.queue import campaign_schema, get_campaign
 from studio.services.research import choose_rows, mask_awaiting_adjudication, with_judge_labels
 
 #: Score columns a distribution can be drawn of, with their range.
@@ -86,6 +105,70 @@ def calibration(
         adjudicated_without_judge=int((adjudicated & rows["J_judge"].isna()).sum()),
         awaiting=int(awaiting_adjudication(rows).sum()),
     )
+
+
+@dataclass(frozen=True)
+class CampaignAgreement:
+    """Agreement of one campaign, every part over the one ``item_set``: per question (α with its bootstrap interval,
+    Fleiss' κ, percent agreement, counts and the set in words), per annotator (agreement with the others' majority,
+    outliers flagged) and on gold items."""
+
+    by_question: pd.DataFrame
+    annotators: pd.DataFrame
+    item_set: ItemSet
+    gold: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+
+def campaign_agreement(
+    session: Session, *, campaign: str, items: str = "complete", resamples: int = DEFAULT_RESAMPLES, seed: int = 0
+) -> CampaignAgreement:
+    """Agreement of ``campaign``'s questions, each at the level its schema gives it
+    (:func:`studio.results.store_views.question_levels`), over one item set: ``complete`` (the default) — the items
+    aggregation, Table 3 and Fig. 7 count (:func:`studio.services.progress.complete_at`) — or ``all`` answered items.
+    The one computation ``h2h export agreement``, the Research page and the REST API read; ``h2h agreement`` on the
+    campaign's exported votes with ``--quota`` at its ``complete_at`` gives the same numbers for the same seed.
+    ``InvalidInput`` for another ``items``; ``NotFound`` when the set holds no answer to agree on."""
+    found = get_campaign(session, campaign)
+    schema = campaign_schema(found)
+    answers = campaign_answers(session, found)
+    try:
+        chosen = choose_items(answers, items=items, quota=complete_at(found))
+    except ValueError as error:
+        raise InvalidInput(str(error)) from None
+    long = answers_by_question(chosen.select(answers), schema)
+    named, orders = question_levels(schema)
+    levels = {question: _level(level) for question, level in named.items() if question in set(long["question"])}
+    if not levels:
+        raise NotFound(f"campaign: {campaign!r} has no answers to agree on {chosen.describe()}")
+    by_question = agreement_by_question(
+        long, levels, resamples=resamples, seed=seed, value_orders=orders, item_set=chosen
+    )
+    annotators, gold = _per_annotator(long, levels, orders, campaign_items(session, found))
+    return CampaignAgreement(by_question=by_question, annotators=annotators, item_set=chosen, gold=gold)
+
+
+def _level(name: str) -> Level:
+    """The level of measurement a schema names (``InvalidInput`` for an unknown one)."""
+    for level in LEVELS:
+        if level == name:
+            return level
+    raise InvalidInput(f"level: {name!r} is not one of {', '.join(LEVELS)}")
+
+
+def _per_annotator(
+    long: pd.DataFrame, levels: dict[str, Level], orders: dict[str, list[object]], items: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Each annotator's agreement with the others' majority, and gold accuracy, per question, over the answers
+    ``long`` already holds (the chosen item set)."""
+    annotators, gold = [], []
+    for question, level in levels.items():
+        subset = long[long["question"] == question]
+        ratings = code_ratings(subset, level=level, value_order=orders.get(question))
+        annotators.append(annotator_agreement(ratings).assign(question=question))
+        known = gold_values(items, question)
+        if known:
+            gold.append(gold_accuracy(subset, known).assign(question=question))
+    return pd.concat(annotators, ignore_index=True), pd.concat(gold, ignore_index=True) if gold else pd.DataFrame()
 
 
 def complete_items(session: Session, campaign: Campaign) -> int:

@@ -18,8 +18,8 @@ from studio.policies import ResultsPolicy, authorize
 from studio.results.defaults import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from studio.services import research, research_quality
 from studio.services.errors import InvalidInput
-from studio.services.research import AgreementView, LeaderboardView, ScoreChoices
-from studio.services.research_quality import CalibrationView
+from studio.services.research import LeaderboardView, ScoreChoices
+from studio.services.research_quality import CalibrationView, CampaignAgreement
 
 #: The tables :func:`table` builds, by the name a page or a client sends.
 TABLE_NAMES: tuple[str, ...] = (
@@ -77,14 +77,24 @@ def instruction_table(
 
 
 def agreement(
-    session: Session, *, caller: UserPublic, campaign: str | None, resamples: int = DEFAULT_RESAMPLES, seed: int = 0
-) -> AgreementView:
-    """Agreement of one campaign per question, per annotator and on gold items (resamples clamped to 0-10,000)."""
+    session: Session,
+    *,
+    caller: UserPublic,
+    campaign: str | None,
+    items: str = "complete",
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+) -> CampaignAgreement:
+    """Agreement of one campaign per question, per annotator and on gold items, all over one item set (``complete``
+    items by default, or ``all``; :func:`studio.services.research_quality.campaign_agreement`, the computation
+    ``h2h export agreement`` writes); resamples clamped to 0-10,000."""
     authorize(caller, ResultsPolicy.read())
     if not campaign:
         raise InvalidInput("campaign: choose a campaign")
     resamples = max(0, min(int(resamples), MAX_RESAMPLES))
-    return research.agreement(session, campaign=campaign, resamples=resamples, seed=seed)
+    return research_quality.campaign_agreement(
+        session, campaign=campaign, items=items or "complete", resamples=resamples, seed=int(seed)
+    )
 
 
 def calibration(
@@ -134,8 +144,8 @@ def score_distribution(
 
 def table(session: Session, *, caller: UserPublic, name: str, **choices: Any) -> pd.DataFrame:
     """One of :data:`TABLE_NAMES`, computed with ``choices`` (variant, signature, judge, campaign, safety_campaign,
-    instruction_campaign, by_model, metric, bins, resamples) — the choices a page holds; each table reads those it
-    needs, as the page's table of that name does."""
+    instruction_campaign, by_model, metric, bins, resamples, seed, items) — the choices a page holds; each table
+    reads those it needs, as the page's table of that name does."""
     authorize(caller, ResultsPolicy.read())
     if name not in TABLE_NAMES:
         raise InvalidInput(f"table: {name!r} is not one of {', '.join(TABLE_NAMES)}")
@@ -149,9 +159,15 @@ def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> 
         return leaderboard(session, caller=caller, **scoring)
 
     def agreement_part(part: str) -> Callable[[], pd.DataFrame]:
-        resamples = int(choices.get("resamples", 1000))
+        # the defaults every front door uses (studio.results.defaults), so a download equals the page and the CLI
+        asked = choices.get("resamples")
+        resamples = DEFAULT_RESAMPLES if asked is None else int(asked)
+        seed, items = int(choices.get("seed") or 0), str(choices.get("items") or "complete")
         return lambda: getattr(
-            agreement(session, caller=caller, campaign=choices.get("campaign"), resamples=resamples), part
+            agreement(
+                session, caller=caller, campaign=choices.get("campaign"), items=items, resamples=resamples, seed=seed
+            ),
+            part,
         )
 
     return {

@@ -98,7 +98,7 @@ def test_agreement_per_question_annotators_and_gold(
     (solo,) = add_people(studied, password_hash, ["solo"], "annotator")
     answer_all(studied, "gold", [solo], lambda item, _r, _p: {"verdict": "keep", "subtask_label": "dialogue_base"})
     with read_session(studied) as session:
-        gold = research.agreement(session, campaign="gold", resamples=0).gold.set_index("question")
+        gold = research_quality.campaign_agreement(session, campaign="gold", resamples=0).gold.set_index("question")
     assert gold.loc["verdict", "accuracy"] == 0.5 and gold.loc["subtask_label", "n_correct"] == 1
 
 
@@ -127,7 +127,7 @@ def test_calibration_progress_and_distributions(studied: Engine, users: dict[str
         with pytest.raises(InvalidInput, match="metric"):
             research_quality.score_distribution(session, metric="nope")
         with pytest.raises(NotFound):
-            research.agreement(session, campaign="missing")
+            research_quality.campaign_agreement(session, campaign="missing")
     assert figures.n == len(both) == len(pairs) > 0 and set(pairs["J_human"]) == {2.0}
     assert set(pairs["subtask"]) <= JUDGED_SUBTASKS
     assert histogram["count"].sum() == 24 and len(histogram) == 2 * 10  # 6 scenarios x 2 models x 2 variants

@@ -70,10 +70,13 @@ def test_fleiss_equals_statsmodels_on_random_tables() -> None:
         assert kappa == pytest.approx(statsmodels_fleiss_kappa(table), abs=1e-12)
 
 
-def test_fleiss_does_not_apply_with_unequal_raters_or_one_category() -> None:
-    assert fleiss_kappa(np.array([[2, 1], [1, 1]])) == (None, "items have different numbers of raters (2 to 3)")
+def test_fleiss_with_unequal_raters_and_where_it_does_not_apply() -> None:
+    # n = 3 and 2: P_1 = (4 + 1 - 3) / 6 = 1/3, P_2 = (1 + 1 - 2) / 2 = 0, P = 1/6; p = (3/5, 2/5), Pe = 13/25;
+    # kappa = (1/6 - 13/25) / (12/25) = -53/72
+    kappa, note = fleiss_kappa(np.array([[2, 1], [1, 1]]))
+    assert kappa == pytest.approx(-53 / 72) and note is None
     assert fleiss_kappa(np.array([[3, 0], [3, 0]])) == (None, "every rating is in one category")
-    assert fleiss_kappa(np.array([[1, 0], [0, 1]])) == (None, "needs at least two raters per item")
+    assert fleiss_kappa(np.array([[1, 0], [0, 1]])) == (None, "no item has two or more raters")
 
 
 def test_percent_agreement_is_mean_share_of_agreeing_pairs() -> None:
@@ -88,7 +91,9 @@ def test_report_on_krippendorff_example_with_labels() -> None:
     report = agreement_report(long_form(KRIPPENDORFF_2011, labels), level="nominal", resamples=200, seed=1)
     assert round(report.alpha, 3) == 0.743
     assert report.alpha_ci is not None and report.alpha_ci[0] < report.alpha <= report.alpha_ci[1]
-    assert report.fleiss_kappa is None and "different numbers of raters" in report.fleiss_kappa_note
+    # 3 or 4 values per unit: kappa over the 11 pairable units; the unit with one value is left out, and said so
+    assert report.fleiss_kappa is not None
+    assert report.fleiss_kappa_note == "1 item(s) with a single rater left out (no pair to agree)"
     assert (report.n_items, report.n_annotators, report.n_pairable_items, report.n_values) == (12, 4, 11, 41)
     assert report.to_dict()["alpha_ci"] == list(report.alpha_ci)
 

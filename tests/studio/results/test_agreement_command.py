@@ -37,11 +37,25 @@ def test_prints_the_report_as_json(tmp_path: Path, level: str) -> None:
     code, out, _ = run("--votes", str(votes), "--level", level, "--seed", "3", "--resamples", "300")
     assert code == 0
     report = json.loads(out)
-    assert set(report) == {"alpha", "alpha_ci", "fleiss_kappa", "percent_agreement", "n_items", "n_annotators"}
+    assert set(report) == {
+        "alpha",
+        "alpha_ci",
+        "fleiss_kappa",
+        "percent_agreement",
+        "n_items",
+        "n_annotators",
+        "n_pairable_items",
+        "items",
+        "quota",
+        "n_items_left_out",
+        "item_set",
+    }
     assert abs(report["alpha"] - krippendorff.alpha(KRIPPENDORFF_2011, level_of_measurement=level)) <= 1e-9
     assert report["alpha_ci"][0] <= report["alpha"] <= report["alpha_ci"][1]
-    assert report["fleiss_kappa"] is None
+    assert report["fleiss_kappa"] is not None  # 3 or 4 raters per unit: Fleiss' kappa for unequal raters
     assert (report["n_items"], report["n_annotators"]) == (12, 4)
+    assert (report["items"], report["quota"], report["n_items_left_out"]) == ("all", None, 0)
+    assert report["item_set"] == "over all 12 items given (no quota given: none left out)"
     _, again, _ = run("--votes", str(votes), "--level", level, "--seed", "3", "--resamples", "300")
     assert again == out
 
@@ -52,7 +66,7 @@ def test_labels_and_annotator_table(tmp_path: Path) -> None:
     code, out, err = run("--votes", str(votes), "--level", "nominal", "--annotators", str(tmp_path / "ann.csv"))
     assert code == 0
     assert round(json.loads(out)["alpha"], 3) == 0.743
-    assert "different numbers of raters" in err
+    assert "note: 1 item(s) with a single rater left out (no pair to agree)" in err
     annotators = read_table(tmp_path / "ann.csv")
     assert sorted(annotators["annotator"]) == ["obs-0", "obs-1", "obs-2", "obs-3"]
 
@@ -98,7 +112,7 @@ def test_every_front_door_gives_the_same_interval_by_default(studied: Engine, db
     agreement`` and the service the UI and REST API call print the same α interval for the same question."""
     from studio.cli import build_cli
     from studio.db import read_session
-    from studio.services import research
+    from studio.services import research_quality
 
     cli = build_cli()
     votes, table = tmp_path / "votes.csv", tmp_path / "agreement.csv"
@@ -111,7 +125,7 @@ def test_every_front_door_gives_the_same_interval_by_default(studied: Engine, db
     assert written.exit_code == 0, written.output
     from_export = read_table(table).set_index("question").loc["verdict"]
     with read_session(studied) as session:
-        from_service = research.agreement(session, campaign="vote").by_question.set_index("question")
+        from_service = research_quality.campaign_agreement(session, campaign="vote").by_question.set_index("question")
     assert from_file is not None and from_export["resamples"] == DEFAULT_RESAMPLES
     assert from_file == pytest.approx(list(from_service.loc["verdict", "alpha_ci"]), abs=1e-12)
     assert json.loads(from_export["alpha_ci"]) == pytest.approx(from_file, abs=1e-12)
