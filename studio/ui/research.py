@@ -239,7 +239,12 @@ class ResearchTab:
     @staticmethod
     def _agreement(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         view = research.agreement(session, caller=caller, campaign=values["campaign"], resamples=DEFAULT_RESAMPLES)
-        note = views.note_html([f"Campaign: {values['campaign']}; {DEFAULT_RESAMPLES} bootstrap resamples for α's CI."])
+        note = views.note_html(
+            [
+                f"Campaign: {values['campaign']}; every figure {view.item_set.describe()}; "
+                f"{DEFAULT_RESAMPLES} bootstrap resamples (seed 0) for α's CI, as h2h export agreement computes them."
+            ]
+        )
         return [note, sized(display_frame(view.by_question)), display_frame(view.annotators)]
 
     @staticmethod
