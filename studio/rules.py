@@ -57,11 +57,16 @@ class MajorityRule(RuleModel):
     classification: Classification | None = None
 
     def statement(self) -> str:
-        low = f" or a winning share below {self.min_agreement:.0%}" if self.min_agreement else ""
         then = "goes to expert review" if self.on_tie == "expert_review" else "is left for a curator (needs revision)"
         verdicts = ", ".join(f"{verdict} → {status.replace('_', ' ')}" for verdict, status in VERDICT_STATUS.items())
+        if self.min_agreement:
+            # stricter than the paper, and said so wherever the rule is shown
+            share = f"at least {self.min_agreement:.0%} of the votes (stricter than the paper's plain majority)"
+            low = f" or a winning share below {self.min_agreement:.0%}"
+        else:
+            share, low = "the most votes, even under half of them (the paper's rule)", ""
         text = (
-            f"Crowd decision: the most common answer among an item's votes; a tie{low} {then}. The verdict sets the "
+            f"Crowd decision: the answer with {share} decides; a tie{low} {then}. The verdict sets the "
             f"scenario's status ({verdicts}). Agreement is the winning share of two or more votes; an item decided on "
             "one vote (only where its campaign was closed with 'decide below quota') has none."
         )

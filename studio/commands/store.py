@@ -23,14 +23,15 @@ from studio.commands.options import db_option, open_store
     help="Overwrite stored scores made with another score signature or judge (refused otherwise).",
 )
 @db_option
-def ingest(run_dir: Path, replace: bool, db_url: str | None) -> None:
+@click.option("--no-progress", is_flag=True, help="Hide the progress bars.")
+def ingest(run_dir: Path, replace: bool, db_url: str | None, no_progress: bool) -> None:
     """Ingest a run's scenarios, responses, scores and judge results (idempotent)."""
     from pipeline.jsonl import RecordError
     from studio.ingest import IngestError, ingest_run
 
     with open_store(db_url, create=True) as engine:
         try:
-            report = ingest_run(engine, run_dir, replace=replace)
+            report = ingest_run(engine, run_dir, replace=replace, progress=not no_progress)
         except IngestError as error:
             for problem in error.problems:  # every bad line, one per line; the message lists the first ones
                 click.echo(str(problem), err=True)

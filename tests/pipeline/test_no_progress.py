@@ -1,6 +1,6 @@
 """``--no-progress`` (issue 17 item 5): long commands draw their tqdm bars on stderr unless told not to.
 
-Each case runs the real command (or, for ``h2h ingest``, the library call its command makes) twice: without the
+Each case runs the real command twice (``h2h ingest``: tests/studio/test_ingest_progress.py): without the
 option a bar is on stderr (so the check below can see one), with it stderr holds no bar.
 """
 
@@ -70,40 +70,3 @@ def test_no_progress_hides_the_bar(command: str, tmp_path: Path, fake_openai: Fa
     assert BAR in shown, shown  # the check sees a bar when there is one
     hidden = RUNNERS[command](tmp_path, fake_openai, ["--no-progress"])
     assert BAR not in hidden, hidden
-
-
-def test_ingest_without_progress_writes_no_bar(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    from studio.db import create_db_engine, upgrade_db
-    from studio.ingest import ingest_run
-    from tests.studio.helpers import write_run
-
-    stderr = {}
-    for progress in (True, False):
-        url = f"sqlite:///{tmp_path / f'store-{progress}.sqlite'}"
-        upgrade_db(url)
-        engine = create_db_engine(url)
-        capfd.readouterr()
-        report = ingest_run(engine, write_run(tmp_path / f"run-{progress}"), progress=progress)
-        stderr[progress] = capfd.readouterr().err
-        engine.dispose()
-        assert report.scenarios_added > 0 and report.scores_added > 0
-    assert BAR in stderr[True] and "scenarios" in stderr[True]
-    assert BAR not in stderr[False], stderr[False]
-
-
-def test_ingest_scenarios_without_progress_writes_no_bar(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
-    from studio.db import create_db_engine, upgrade_db, write_session
-    from studio.ingest import ingest_scenarios
-
-    url = f"sqlite:///{tmp_path / 'store.sqlite'}"
-    upgrade_db(url)
-    engine = create_db_engine(url)
-    stderr = {}
-    for progress, scenarios in ((True, make_scenarios(3)), (False, make_scenarios(6)[3:])):
-        capfd.readouterr()
-        with write_session(engine) as session:
-            report = ingest_scenarios(session, scenarios, actor="test", progress=progress)
-        stderr[progress] = capfd.readouterr().err
-        assert report.scenarios_added == 3
-    engine.dispose()
-    assert BAR in stderr[True] and BAR not in stderr[False], stderr

@@ -279,3 +279,41 @@ def test_the_completion_threshold_shown_is_the_one_used(corpus: Engine, password
         aggregated = aggregate_campaign(session, campaign="adj")
     assert (summary.people_per_item, summary.complete_at) == (3, 1)
     assert summary.progress["complete_items"] == aggregated.complete_items == summary.progress["items"] > 0
+
+
+def nine_six_five(engine: Engine, password_hash: str, crowd_schema: WorkflowSchema) -> None:
+    """20 annotators on one scenario: 9 keep, 6 revise, 5 discard (the most common verdict has under half)."""
+    with write_session(engine) as session:
+        create_campaign(session, name="crowd", schema=crowd_schema)
+    people = add_people(engine, password_hash, [f"v{n:02d}" for n in range(20)], "annotator")
+
+    def answer(item: Item, _r: Any, person: UserPublic) -> dict[str, Any]:
+        rank = people.index(person)
+        verdict = "keep" if rank < 9 else "revise" if rank < 15 else "discard"
+        return {"verdict": verdict, "subtask_label": "dialogue_base"}
+
+    assert answer_all(engine, "crowd", people, answer) == 20
+    with write_session(engine) as session:
+        aggregate_campaign(session, campaign="crowd")
+
+
+def test_the_bundled_crowd_rule_is_the_papers_plain_majority(one: Engine, password_hash: str) -> None:
+    bundled = load_schemas()["crowd_vote"]
+    nine_six_five(one, password_hash, bundled)
+    row = status_of(one, "s-000")
+    assert row.crowd is not None and row.crowd["counts"] == {"keep": 9, "revise": 6, "discard": 5}
+    assert (row.status, row.crowd["decision"], row.crowd["disputed"]) == ("accepted", "keep", False)
+    statement = bundled.aggregation.statement()
+    assert "the most votes, even under half of them (the paper's rule)" in statement
+    assert "a tie goes to expert review" in statement and "winning share below" not in statement
+
+
+def test_the_stricter_min_agreement_rule_is_an_explicit_choice_and_says_so(one: Engine, password_hash: str) -> None:
+    strict = schema_with("crowd_vote", min_agreement=0.5)
+    nine_six_five(one, password_hash, strict)
+    row = status_of(one, "s-000")
+    assert row.crowd is not None and row.crowd["counts"] == {"keep": 9, "revise": 6, "discard": 5}
+    assert (row.status, row.crowd["disputed"]) == ("in_review", True)  # sent to the experts
+    statement = strict.aggregation.statement()
+    assert "at least 50% of the votes (stricter than the paper's plain majority)" in statement
+    assert "a tie or a winning share below 50% goes to expert review" in statement
