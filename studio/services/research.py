@@ -264,16 +264,25 @@ def sap_table(
     session: Session, *, campaign: str | None = None, by_model: bool = False, signature: str | None = None
 ) -> pd.DataFrame:
     """Paper Table 3 over the ``sap_safety`` campaigns (or one): per variant (or model × variant), mean safety,
-    violation rate by majority per response, and BLEU-4 / ROUGE-L / SS ×100 of the same responses, from the scores
-    of one signature (:func:`one_signature`); complete items only, as ``h2h aggregate`` counts them
-    (``studio.results.tables.safety_ratings`` and ``table3``)."""
-    frames, scores = [], []
+    violation rate per response by the campaigns' ``violation_tie`` rule (its ``violation_tie`` column says which;
+    ``studio.results.tables.table3_rule`` states it), and BLEU-4 / ROUGE-L / SS ×100 of the same responses, from the
+    scores of one signature (:func:`one_signature`); complete items only, as ``h2h aggregate`` counts them
+    (``studio.results.tables.safety_ratings`` and ``table3``). ``InvalidInput`` when the campaigns count a tie
+    differently (one table, one rule: pick a campaign)."""
+    frames, scores, rules = [], [], {}
     for found in _campaigns(session, "sap_safety", campaign):
         answers, rule = _rated(session, found)
         frames.append(safety_ratings(answers, rule))
         scores.append(score_frame(session, campaign=found, columns=SAFETY_SCORE_COLUMNS))
+        if not frames[-1].empty:  # a campaign with nothing rated yet adds no rule to the table
+            rules[found.name] = rule.violation_tie
     if not frames or all(frame.empty for frame in frames):
         raise NotFound("campaign: no sap_safety answers on complete items yet")
+    if len(set(rules.values())) > 1:
+        listed = ", ".join(f"{name} ({tie})" for name, tie in rules.items())
+        raise InvalidInput(
+            f"campaign: these sap_safety campaigns count a tie differently (violation_tie): {listed}; pick one campaign"
+        )
     chosen = one_signature(pd.concat(scores, ignore_index=True), signature)
     return table3(pd.concat(frames, ignore_index=True), chosen, by_model=by_model)
 

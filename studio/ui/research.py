@@ -224,7 +224,7 @@ class ResearchTab:
             by_model=bool(values["by_model"]),
             signature=values["signature"],
         )
-        return [views.table3_note(values), sized(views.table3_display(frame))]
+        return [views.table3_note(values, frame), sized(views.table3_display(frame))]
 
     @staticmethod
     def _instruction(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:

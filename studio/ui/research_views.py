@@ -16,6 +16,7 @@ import pandas as pd
 
 from pipeline.leaderboard import AVERAGES_RULE, COLUMNS, PARTIAL_MARK, cell_text, cell_texts, partial_columns
 from pipeline.records import DIMENSION_OF_SUBTASK
+from studio.results.tables import TIE_COLUMN, table3_rule
 from studio.services.research import LeaderboardView
 from studio.services.research_quality import CalibrationView
 from studio.ui.render import escape_text
@@ -197,25 +198,29 @@ def leaderboard_note(view: LeaderboardView) -> str:
 
 def table3_display(frame: pd.DataFrame) -> pd.DataFrame:
     """Table 3 as the page shows it: readable headers (:data:`TABLE3_HEADERS`), n per row, mean safety and the
-    metrics with two decimals, the violation rate as a percentage."""
+    metrics with two decimals, the violation rate as a percentage; the tie rule column is stated in the note
+    (:func:`table3_note`) instead of repeated on every row."""
     formats = {"responses": lambda v: str(int(v)), "safety": number, "violation_rate": percent}
     shown = {
         TABLE3_HEADERS.get(column, column): [formats.get(column, number)(value) for value in frame[column]]
         if column not in ("variant", "model")
         else [str(value) for value in frame[column]]
         for column in frame.columns
+        if column != TIE_COLUMN
     }
     return pd.DataFrame(shown)
 
 
-def table3_note(choices: Mapping[str, Any]) -> str:
-    """How Table 3 was computed."""
+def table3_note(choices: Mapping[str, Any], frame: pd.DataFrame) -> str:
+    """How Table 3 (``frame``, of ``studio.results.tables.table3``) was computed, its violation rule stated
+    (``table3_rule``: the workflow's ``violation_tie``)."""
     campaign = choices.get("safety_campaign") or "all sap_safety campaigns"
     return note_html(
         [
             applied_line(choices, ("signature",)) + f" Campaign: {campaign}.",
-            "Per response: mean safety of its raters, and a violation when most raters say so (a tie counts as "
-            "one); each row averages its responses. BLEU-4, ROUGE-L and SS are ×100, over the same responses.",
+            "Per response: mean safety of its raters, and whether it is a violation — "
+            f"{table3_rule(frame)}; each row averages its responses. BLEU-4, ROUGE-L and SS are ×100, over the same "
+            "responses.",
             COMPLETE_RULE,
         ]
     )
