@@ -351,10 +351,12 @@ def cell_texts(board: Leaderboard) -> pd.DataFrame:
     ]
     shown: dict[str, list[str]] = {"model": [str(model) for model in frames[0].index]}
     for column in COLUMNS[1:]:
-        size = len(SUBTASKS_OF_AVERAGE.get(column, (column,)))
+        size = len(SUBTASKS_OF_AVERAGE.get(column, ()))  # 0 for a subtask's cell: no subtask coverage to show
         cells = zip(*(frame[column].tolist() for frame in frames), strict=True)
         shown[column] = [
-            cell_text(value=value, counted=int(done), pending=int(waiting), of_subtasks=(int(covered), size))
+            cell_text(
+                value=value, counted=int(done), pending=int(waiting), of_subtasks=(int(covered), size) if size else None
+            )
             for value, done, waiting, covered in cells
         ]
     return pd.DataFrame(shown)

@@ -88,6 +88,7 @@ def test_partial_averages_are_shown_as_coverage_and_their_columns_marked() -> No
     assert shown["beta"]["itinerary_avg"] == ""  # beta has no itinerary item: nothing to mark
     assert shown["alpha"]["overall"] == "54.00 (5/6) (5/11 subtasks)"
     assert shown["alpha"]["itinerary_basic"] == "80.00 (1/2)" and shown["alpha"]["itinerary_middle"] == ""
+    assert cells([("alpha", "itinerary_basic", 0.5, None)])["alpha"]["itinerary_basic"] == "– (0/1)"
     board = build_leaderboard(frame(ITEMS))
     assert partial_columns(board) == ["dialogue_avg", "itinerary_basic", "itinerary_avg", "overall"]
     assert describe_partial(board) == [  # in table order: beta's overall is higher
@@ -155,3 +156,36 @@ def test_the_research_page_shows_the_same_cells_marks_and_rule() -> None:
     complete_view = LeaderboardView(board=complete, adjudicated=0, awaiting={}, applied={})
     assert not any(column.endswith("*") for column in views.leaderboard_display(complete_view).columns)
     assert "Every item is counted" in views.leaderboard_note(complete_view)
+
+
+def test_h2h_export_leaderboard_from_the_store_says_what_h2h_leaderboard_says(tmp_path: Path) -> None:
+    """The studio's export of an ingested run (dialogue: 3 of 3 subtasks; itinerary: levels I and II, 2 of 5) leaves
+    the same averages empty and names the same partial averages as ``h2h leaderboard`` on the run's results."""
+    from pipeline.results import write_results
+    from tests.studio.helpers import write_run
+
+    run = write_run(tmp_path / "run")
+    write_results(run)
+    db_url = f"sqlite:///{tmp_path / 'studio.db'}"
+    cli = build_cli()
+    assert CliRunner().invoke(cli, ["ingest", "--run", str(run.root), "--db", db_url]).exit_code == 0
+    outputs = {}
+    for name, args in (
+        ("run", ["leaderboard", "--scores", str(run.results)]),
+        ("store", ["export", "leaderboard", "--db", db_url]),
+    ):
+        path = tmp_path / f"{name}.csv"
+        result = CliRunner().invoke(cli, [*args, "--variant", "with_sap", "-o", str(path)])
+        assert result.exit_code == 0, result.output
+        with open(path, encoding="utf-8-sig", newline="") as handle:
+            table = {row["model"]: row for row in csv.DictReader(handle)}
+        partial = [line.removeprefix("partial: ") for line in result.stderr.splitlines() if "left empty (" in line]
+        outputs[name] = (table, partial)
+    (run_table, run_partial), (store_table, store_partial) = outputs["run"], outputs["store"]
+    assert run_partial == store_partial and len(store_partial) == 2
+    assert all("itinerary_avg left empty (" in line for line in store_partial)  # levels I-II: at most 2 of 5
+    for table in (run_table, store_table):
+        assert {row["itinerary_avg"] for row in table.values()} == {""}
+        assert all(row["dialogue_avg"] for row in table.values())  # all three dialogue subtasks counted
+    for model, row in store_table.items():  # the store's export keeps full precision, the CLI's CSV two decimals
+        assert float(row["dialogue_avg"]) == pytest.approx(float(run_table[model]["dialogue_avg"]), abs=0.005)
