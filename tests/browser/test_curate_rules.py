@@ -96,7 +96,9 @@ def test_running_aggregation_states_each_campaigns_rule_beside_what_it_changed(r
     page.click("#h2h-aggregate")
     rules = "#h2h-aggregation-rules"
     wait_for_text(page, rules, "An item is decided once it has its campaign's quota of answers (complete_at).")
-    wait_for_text(page, rules, "crowd (crowd_vote): Crowd decision: the answer with the most votes, even under half of them (the paper's rule)")
+    wait_for_text(
+        page, rules, "crowd (crowd_vote): Crowd decision: the answer with the most votes, even under half of them"
+    )
     wait_for_text(page, rules, "it is flagged for a curator, who applies it with one action")
     wait_for_text(page, rules, "experts (expert_review): Expert review: a criterion passes when more experts pass")
     wait_for_text(page, rules, "With a crowd vote (agree_or_curator): where the crowd decided the scenario")
