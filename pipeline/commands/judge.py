@@ -77,6 +77,8 @@ def rebuild_results(run: RunDir, *, use_judgments: bool) -> None:
     """Write RUN/results.jsonl from the scores (and judgments); say so when the file it replaces was stale."""
     from pipeline.jsonl import RecordError
     from pipeline.results import stale_results_reason, write_results
+    from pipeline.scoring.combine import J_FORMULA
+    from pipeline.taxonomy import ALPHA, TAU
 
     try:
         stale = stale_results_reason(run)
@@ -90,6 +92,8 @@ def rebuild_results(run: RunDir, *, use_judgments: bool) -> None:
         raise click.ClickException(str(error)) from error
     if stale is not None:
         click.echo(f"{stale}; rebuilt it from the current scores", err=True)
+    # the formula is a choice the paper's Eq. 3 does not print: the manifest says which one made these numbers
+    run.record_stage("results", j_formula=J_FORMULA, alpha=ALPHA, tau=TAU, written=count, flagged=flagged)
     click.echo(f"results: {count} written to {run.results}; {flagged} flagged for human adjudication")
 
 

@@ -20,6 +20,11 @@ def combine_s(bleu: Sequence[float], rouge1: float, rouge_l: float, ss: float | 
     return (sum(bleu) + rouge1 + rouge_l + ss) / 7.0
 
 
+#: :func:`combine_j` in words, as run manifests record it: Eq. 3 with S scaled to [0, 5] (README "Where this project
+#: departs from the paper"); J_final is the same with J_human in J_judge's place.
+J_FORMULA = "J = alpha*5S + (1-alpha)*J_judge; J_final = alpha*5S + (1-alpha)*J_human"
+
+
 def combine_j(s: float | None, j_score: float | None, *, alpha: float = ALPHA) -> float | None:
     """Return ``J = alpha * 5S + (1 - alpha) * j_score`` in [0, 5], or None when either part is missing.
 

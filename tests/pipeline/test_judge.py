@@ -29,6 +29,7 @@ from pipeline.judge import (
 from pipeline.records import Judgment, Response, Result, Scenario, Score, ScoreSignature, record_key
 from pipeline.results import build_results
 from pipeline.rundir import RunDir
+from pipeline.scoring.combine import J_FORMULA
 from tests.pipeline.conftest import make_scenarios
 from tests.pipeline.fake_openai import FakeOpenAI, Fault
 from tests.repo import REPO_ROOT
@@ -227,6 +228,10 @@ def test_cli_no_judge_flags_every_judged_item(tmp_path: Path) -> None:
     assert {sid for sid, r in results.items() if r.needs_adjudication} == {"s001", "s002", "s003"}
     assert all(r.J_judge is None and r.J is None for r in results.values())
     assert not run.judgments.exists()
+    # the manifest records which J formula made the results (Eq. 3 with S scaled: README's departures table)
+    stage = [entry for entry in run.read_manifest()["stages"] if entry["stage"] == "results"][-1]
+    assert (stage["j_formula"], stage["alpha"], stage["tau"], stage["flagged"]) == (J_FORMULA, 0.6, 3.5, 3)
+    assert "5S" in J_FORMULA
 
 
 def test_cli_judges_then_writes_results(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
