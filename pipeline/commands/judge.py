@@ -59,7 +59,7 @@ def judge(
         raise click.ClickException(str(error)) from error
     failures = 0
     if no_judge or judge_model is None:
-        run.record_stage("judge", judge_model=None, no_judge=True)
+        run.record_stage("judge", judge_model=None, no_judge=True, **formula())
     else:
         backend = judge_backend(
             judge_model=judge_model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout
@@ -73,12 +73,19 @@ def judge(
         raise SystemExit(1)
 
 
+def formula() -> dict[str, object]:
+    """The J formula, alpha and tau, as the judge stage records them: Eq. 3 with S scaled to [0, 5] is this project's
+    reading (README "Where this project departs from the paper"), so the manifest says which one made the numbers."""
+    from pipeline.scoring.combine import J_FORMULA
+    from pipeline.taxonomy import ALPHA, TAU
+
+    return {"j_formula": J_FORMULA, "alpha": ALPHA, "tau": TAU}
+
+
 def rebuild_results(run: RunDir, *, use_judgments: bool) -> None:
     """Write RUN/results.jsonl from the scores (and judgments); say so when the file it replaces was stale."""
     from pipeline.jsonl import RecordError
     from pipeline.results import stale_results_reason, write_results
-    from pipeline.scoring.combine import J_FORMULA
-    from pipeline.taxonomy import ALPHA, TAU
 
     try:
         stale = stale_results_reason(run)
@@ -92,8 +99,6 @@ def rebuild_results(run: RunDir, *, use_judgments: bool) -> None:
         raise click.ClickException(str(error)) from error
     if stale is not None:
         click.echo(f"{stale}; rebuilt it from the current scores", err=True)
-    # the formula is a choice the paper's Eq. 3 does not print: the manifest says which one made these numbers
-    run.record_stage("results", j_formula=J_FORMULA, alpha=ALPHA, tau=TAU, written=count, flagged=flagged)
     click.echo(f"results: {count} written to {run.results}; {flagged} flagged for human adjudication")
 
 
@@ -115,7 +120,7 @@ def judge_with(
     failures = len(summary.failures)
     run.record_stage(
         "judge", judge_model=judge_model, base_url=base_url, planned=summary.planned, calls=summary.calls,
-        from_cache=summary.from_cache, written=summary.written, tokens=summary.tokens, failures=failures,
+        from_cache=summary.from_cache, written=summary.written, tokens=summary.tokens, failures=failures, **formula(),
     )  # fmt: skip
     click.echo(
         f"judge: {summary.planned} to judge, {summary.from_cache} from cache, {summary.calls} calls, "

@@ -229,8 +229,8 @@ def test_cli_no_judge_flags_every_judged_item(tmp_path: Path) -> None:
     assert all(r.J_judge is None and r.J is None for r in results.values())
     assert not run.judgments.exists()
     # the manifest records which J formula made the results (Eq. 3 with S scaled: README's departures table)
-    stage = [entry for entry in run.read_manifest()["stages"] if entry["stage"] == "results"][-1]
-    assert (stage["j_formula"], stage["alpha"], stage["tau"], stage["flagged"]) == (J_FORMULA, 0.6, 3.5, 3)
+    stage = run.read_manifest()["stages"][-1]
+    assert (stage["stage"], stage["j_formula"], stage["alpha"], stage["tau"]) == ("judge", J_FORMULA, 0.6, 3.5)
     assert "5S" in J_FORMULA
 
 
@@ -248,7 +248,8 @@ def test_cli_judges_then_writes_results(tmp_path: Path, fake_openai: FakeOpenAI)
     assert (run.root / "judge_cache" / "judge_cache.jsonl").exists()
     again = CliRunner().invoke(judge, args)
     assert again.exit_code == 0 and "0 to judge" in again.output and len(fake_openai.chat_requests()) == 3
-    assert run.read_manifest()["stages"][-1]["judge_model"] == "judge-x"
+    stage = run.read_manifest()["stages"][-1]
+    assert (stage["judge_model"], stage["j_formula"]) == ("judge-x", J_FORMULA)
 
 
 def test_cli_exit_codes(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
