@@ -76,8 +76,10 @@ AVERAGES_RULE = (
     "A dimension's avg. is the plain mean of its subtasks, shown only when every one of them has counted items; "
     "otherwise it is left empty and the cell says how many have, e.g. – (2/5 subtasks). Overall is a model's mean "
     f"over all its counted items; it says (k/{len(SUBTASKS)} subtasks) when fewer than all {len(SUBTASKS)} subtasks "
-    "have counted items. (counted/total) in a cell: items counted of its items, the rest pending."
+    "have counted items."
 )
+#: What ``(counted/total)`` in a cell means (said where some cell has pending items).
+PENDING_CELLS = "(counted/total) in a cell: the items in its mean of all its items; the others await a value."
 
 
 class LeaderboardError(ValueError):
@@ -385,5 +387,7 @@ def format_leaderboard(board: Leaderboard) -> str:
     lines = [shown.to_string(index=False), ""]
     if marked:
         lines.append(f"Columns marked *: {', '.join(marked)} (a partial cell in each).")
+    if board.pending_by_model():
+        lines.append(PENDING_CELLS)
     lines.append(AVERAGES_RULE)
     return "\n".join(lines)

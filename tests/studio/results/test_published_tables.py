@@ -97,7 +97,9 @@ def test_table3_is_the_same_in_aggregation_and_research(corpus: Engine, password
     published, aggregated = published_and_aggregated(corpus, research.sap_table, "safety")
     same(published, aggregated)
     assert published.set_index("variant")["responses"].to_dict() == {"with_sap": 2, "without_sap": 2}
-    assert published.set_index("variant")["violation_rate"].to_dict() == {"with_sap": 0.0, "without_sap": 1.0}
+    # without_sap: the response the third rater answered has 2 yes of 3 (a violation); the other, decided on r0's "no"
+    # and r1's "yes", is a 1-1 tie: not a violation by sap_safety.yaml's violation_tie (the paper's reading)
+    assert published.set_index("variant")["violation_rate"].to_dict() == {"with_sap": 0.0, "without_sap": 0.5}
 
 
 def test_fig7_is_the_same_in_aggregation_and_research(corpus: Engine, password_hash: str) -> None:
