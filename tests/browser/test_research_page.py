@@ -187,7 +187,10 @@ def test_the_leaderboard_shows_coverage_per_cell_and_never_ranks_partial_columns
     assert by_model[PHISH]["itin. advanced (III) *"] == f"{100 * adjudicated / 5:.2f} (1/7)"  # partial: 1 of 7 counted
     assert by_model[FORM]["itin. advanced (III) *"] == by_model[MATH]["itin. advanced (III) *"] == "– (0/7)"
     assert re.fullmatch(r"\d+\.\d\d", by_model[FULL]["itin. advanced (III) *"])  # complete: no (n/N)
-    assert by_model[PHISH]["overall *"].endswith("(10/16)") and re.fullmatch(r"\d+\.\d\d", by_model[FULL]["overall *"])
+    # overall: the mean of the counted items, with the subtasks it covers (dialogue's three and level III of 11)
+    assert by_model[PHISH]["overall *"].endswith("(10/16) (4/11 subtasks)")
+    assert re.fullmatch(r"\d+\.\d\d \(4/11 subtasks\)", by_model[FULL]["overall *"])
+    assert by_model[FULL]["itin. avg *"] == "– (1/5 subtasks)"  # no average over 1 of 5 itinerary subtasks
     assert by_model[PHISH]["pending"] == "6 awaiting adjudication" and by_model[FULL]["pending"] == "none"
     assert [row[0] for row in rows][0] == FULL  # sorted by overall, as the note says
     note = page.inner_text("#h2h-leaderboard-note")
