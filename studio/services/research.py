@@ -29,21 +29,9 @@ from pipeline.records import JUDGED_SUBTASKS
 from pipeline.results import judge_label
 from studio.models import Campaign, ResponseRow, ScoreRow
 from studio.results.aggregate import complete_answers
-from studio.results.agreement import (
-    agreement_by_question,
-    annotator_agreement,
-    code_ratings,
-    gold_accuracy,
-)
-from studio.results.coincidence import Level
-from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.results.store_views import (
     SCORE_COLUMNS,
-    answers_by_question,
     campaign_answers,
-    campaign_items,
-    gold_values,
-    question_levels,
     score_frame,
 )
 from studio.results.tables import instruction_following_table, instruction_ratings, safety_ratings, table3
@@ -301,55 +289,6 @@ def instruction_table(session: Session, *, campaign: str | None = None, variant:
         on_variant = f" on {variant} responses" if variant is not None else ""
         raise NotFound(f"campaign: no instruction_following answers{on_variant} on complete items yet")
     return instruction_following_table(pd.concat(frames, ignore_index=True)).reset_index()
-
-
-#: The levels of measurement agreement statistics take, by name (a schema names them as text).
-_LEVELS: dict[str, Level] = {"nominal": "nominal", "ordinal": "ordinal", "interval": "interval", "ratio": "ratio"}
-
-
-def _level(name: str) -> Level:
-    """The level of measurement called ``name`` (``InvalidInput`` for an unknown one)."""
-    if name not in _LEVELS:
-        raise InvalidInput(f"level: {name!r} is not one of {', '.join(_LEVELS)}")
-    return _LEVELS[name]
-
-
-@dataclass(frozen=True)
-class AgreementView:
-    """Agreement of one campaign: per question, per annotator (with outliers flagged) and on gold items."""
-
-    by_question: pd.DataFrame
-    annotators: pd.DataFrame
-    gold: pd.DataFrame = field(default_factory=pd.DataFrame)
-
-
-def agreement(session: Session, *, campaign: str, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> AgreementView:
-    """Krippendorff's α (bootstrap CI), Fleiss' κ, percent agreement and item counts per question at the level its
-    schema gives it (see :func:`studio.results.store_views.question_levels`); each annotator's agreement with the
-    others' majority per question; accuracy on gold items."""
-    found = get_campaign(session, campaign)
-    schema = campaign_schema(found)
-    long = answers_by_question(campaign_answers(session, found), schema)
-    named, orders = question_levels(schema)
-    asked = set(long["question"])
-    levels = {question: _level(level) for question, level in named.items() if question in asked}
-    if not levels:
-        raise NotFound(f"campaign: {campaign!r} has no answers to agree on yet")
-    by_question = agreement_by_question(long, levels, resamples=resamples, seed=seed, value_orders=orders)
-    items = campaign_items(session, found)
-    annotators, gold = [], []
-    for question, level in levels.items():
-        subset = long[long["question"] == question]
-        ratings = code_ratings(subset, level=level, value_order=orders.get(question))
-        annotators.append(annotator_agreement(ratings).assign(question=question))
-        known = gold_values(items, question)
-        if known:
-            gold.append(gold_accuracy(subset, known).assign(question=question))
-    return AgreementView(
-        by_question=by_question,
-        annotators=pd.concat(annotators, ignore_index=True),
-        gold=pd.concat(gold, ignore_index=True) if gold else pd.DataFrame(),
-    )
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -38,7 +38,7 @@ COMPLETE_RULE = (
     "An item is complete when it has the answers its campaign needs (complete_at: every planned person for a crowd "
     "vote or expert review, the workflow's minimum for the others); a closed campaign's items below it count only "
     "where whoever closed it chose to decide them on the answers they have. "
-    "Only complete items count in aggregation, Table 3 and Fig. 7."
+    "Only complete items count in aggregation, Table 3, Fig. 7 and agreement."
 )
 #: Table 3's columns as the page heads them.
 TABLE3_HEADERS: dict[str, str] = {

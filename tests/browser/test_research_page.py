@@ -315,7 +315,7 @@ def test_agreement_and_progress_count_complete_items_by_the_one_rule(researcher:
     save_screenshot(page, "research-researcher-agreement")
     open_tab(page, "Progress")
     note = compute(page, "h2h-progress-button", "h2h-progress-note", "An item is complete when")
-    assert "Only complete items count in aggregation, Table 3 and Fig. 7." in note
+    assert "Only complete items count in aggregation, Table 3, Fig. 7 and agreement." in note
     header, *rows = cells(page, "h2h-progress-campaigns")
     progress = {row[0]: dict(zip(header, row, strict=True)) for row in rows}
     # adjudication counts an item complete at 1 expert (its minimum), as aggregation does; SAP at 3 raters

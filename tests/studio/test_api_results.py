@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
+from pipeline.leaderboard import AVERAGES_RULE
 from studio.models import CampaignPublic, UserPublic
 from studio.settings import get_settings
 from studio.web.api import create_api
@@ -102,6 +103,15 @@ def test_researchers_read_but_do_not_write(
     assert all(why["awaiting_adjudication"] == board["pending"][model] for model, why in reasons.items())
     assert board["applied"]["variant"] == "with_sap" and board["applied"]["judge"] == "judge=judge|prompt=j1"
     assert call(client, "GET", "/v1/results/leaderboard", None, headers).status_code == 422
+    # averages over fewer than all their subtasks are null, and the response names those columns and the rule
+    rows = {row["model"]: row for row in board["rows"]}
+    assert all(rows[model]["itinerary_avg"] is None for model in rows)
+    assert "itinerary_avg" in board["partial_columns"] and board["averages_rule"] == AVERAGES_RULE
+    agreement = call(client, "GET", "/v1/results/agreement/vote?resamples=20", None, headers).json()
+    assert agreement["item_set"].startswith("over the ") and "complete item" in agreement["item_set"]
+    everything = call(client, "GET", "/v1/results/agreement/vote?resamples=20&items=all", None, headers).json()
+    assert everything["item_set"].startswith("over all ")
+    assert call(client, "GET", "/v1/results/agreement/vote?items=some", None, headers).status_code == 422
 
 
 def test_curator_aggregates_decides_and_publishes(

@@ -9,6 +9,7 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
+from pipeline.leaderboard import AVERAGES_RULE, partial_columns
 from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.services.aggregation import AggregationSummary
 from studio.services.research import frame_records
@@ -40,6 +41,9 @@ def leaderboard(
         "adjudicated": view.adjudicated,
         "applied": view.applied,  # the variant, signature and judge the table was computed for
         "coverage": frame_records(view.coverage),  # per cell: items counted and pending
+        # averages over fewer than all their subtasks are null; these columns hold such a cell, by this rule
+        "partial_columns": partial_columns(view.board),
+        "averages_rule": AVERAGES_RULE,
     }
 
 
@@ -61,11 +65,15 @@ def instruction(caller: CallerDep, campaign: str | None = None, variant: str | N
 
 
 @router.get("/agreement/{campaign}")
-def agreement(campaign: str, caller: CallerDep, resamples: int = DEFAULT_RESAMPLES, seed: int = 0) -> dict[str, Any]:
-    """Agreement per question, per annotator and on gold items."""
+def agreement(
+    campaign: str, caller: CallerDep, resamples: int = DEFAULT_RESAMPLES, seed: int = 0, items: str = "complete"
+) -> dict[str, Any]:
+    """Agreement per question, per annotator and on gold items, all over one item set (``items``: ``complete``, the
+    items aggregation counts, or ``all``), stated in ``item_set``."""
     with caller.reading() as (session, user):
-        view = research.agreement(session, caller=user, campaign=campaign, resamples=resamples, seed=seed)
+        view = research.agreement(session, caller=user, campaign=campaign, resamples=resamples, seed=seed, items=items)
     return {
+        "item_set": view.item_set.describe(),
         "by_question": frame_records(view.by_question),
         "annotators": frame_records(view.annotators),
         "gold": frame_records(view.gold),
