@@ -54,6 +54,13 @@ def test_an_empty_score_is_refused_under_it_and_nothing_is_stored(site: Studio, 
     save_screenshot(page, "annotate-expert-typed-zero-saved")
 
 
+def wait_checked(page: Any, value: str) -> None:
+    """Wait until the form's option ``value`` is checked."""
+    page.wait_for_function(
+        "(value) => document.querySelector(`.h2h-form input[value=${value}]`)?.checked", arg=value, timeout=UI_WAIT_MS
+    )
+
+
 def open_to_revise(page: Any, item_id: int) -> None:
     """Open one's answer to ``item_id`` from "Go back" (the list read anew)."""
     if not page.locator("#h2h-mine-load").is_visible():
@@ -84,10 +91,13 @@ def test_a_revision_that_changes_nothing_is_not_stored_and_digits_work_while_rev
     [kept] = stored(site, "pa06", "page-vote")
     assert (kept.revision, kept.values, kept.updated_at) == (0, answer.values, answer.updated_at)
     open_to_revise(page, answer.item_id)
+    # as a person would, act once the stored answer is drawn (on a busy machine a key pressed before the form is
+    # redrawn with it is overwritten by that redraw)
+    wait_checked(page, "keep")
     page.keyboard.press("3")  # every question answered: the digit goes to the first question (3 = discard)
-    page.wait_for_function("() => document.querySelector(`.h2h-form input[value=discard]`)?.checked")
+    wait_checked(page, "discard")
     page.keyboard.press("2")  # ... and the next one to the question the last digit went to (2 = revise)
-    page.wait_for_function("() => document.querySelector(`.h2h-form input[value=revise]`)?.checked")
+    wait_checked(page, "revise")
     save_screenshot(page, "annotate-annotator-revise-by-keys")
     page.keyboard.press("Enter")
     wait_for_message(page, "Saved your revised answer.")
