@@ -18,12 +18,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from studio.results.aggregate import complete_answers
 from studio.results.coincidence import (
     LEVELS,
     Level,
@@ -33,6 +32,7 @@ from studio.results.coincidence import (
     percent_agreement,
 )
 from studio.results.defaults import DEFAULT_RESAMPLES
+from studio.results.item_sets import ItemSet, choose_items
 
 COLUMNS: tuple[str, str, str] = ("item", "annotator", "value")
 #: Re-exported: the count-matrix statistics live in ``studio.results.coincidence``.
@@ -50,73 +50,6 @@ __all__ = [
     "item_order",
     "percent_agreement",
 ]
-#: The item sets agreement can be computed over: the complete items (the default) or every answered item.
-ITEM_SETS: tuple[str, ...] = ("complete", "all")
-ItemRule = Literal["complete", "all"]
-
-
-def _items(count: int) -> str:
-    return f"{count} item" if count == 1 else f"{count} items"
-
-
-@dataclass(frozen=True)
-class ItemSet:
-    """The items every agreement figure of a campaign (or a votes file) is computed over.
-
-    ``rule`` is ``complete`` (items with at least ``quota`` answers, as aggregation counts them) or ``all`` (every
-    answered item); ``quota`` is None where it is not known (a votes file read without ``--quota``). ``answered``
-    counts the items with an answer, ``below_quota`` those of them short of the quota.
-    """
-
-    rule: ItemRule
-    quota: int | None
-    items: tuple[Any, ...]
-    answered: int
-    below_quota: int
-
-    @property
-    def left_out(self) -> int:
-        """Answered items this set leaves out (those below quota under ``complete``; none under ``all``)."""
-        return self.below_quota if self.rule == "complete" else 0
-
-    def describe(self) -> str:
-        """The set in words, e.g. "over the 58 complete items (quota 20); 7 items below quota left out"."""
-        if self.rule == "complete":
-            left = f"{_items(self.left_out)} below quota left out" if self.left_out else "no item below quota"
-            return f"over the {_items(len(self.items)).replace('item', 'complete item')} (quota {self.quota}); {left}"
-        if self.quota is None:
-            return f"over all {_items(len(self.items))} given (no quota given: none left out)"
-        return (
-            f"over all {_items(len(self.items))} answered (items=all), "
-            f"{self.below_quota} of them below the quota of {self.quota}"
-        )
-
-    def select(self, frame: pd.DataFrame) -> pd.DataFrame:
-        """The rows of ``frame`` (with an ``item`` column) whose item is in this set."""
-        return frame[frame["item"].isin(list(self.items))]
-
-
-def choose_items(answers: pd.DataFrame, *, items: str = "complete", quota: int | None) -> ItemSet:
-    """Return the item set of ``answers`` (one row per answer, or per answer and question, with columns ``item``
-    and ``annotator``): under ``complete`` the items with at least ``quota`` distinct annotators — the rule of
-    :func:`studio.results.aggregate.complete_answers`, which aggregation, Table 3 and Fig. 7 use — under ``all``
-    every item. Raises ``ValueError`` for another ``items`` or for ``complete`` without a quota.
-    """
-    if items not in ITEM_SETS:
-        raise ValueError(f"items: {items!r} is not one of {', '.join(ITEM_SETS)}")
-    if items == "complete" and quota is None:
-        raise ValueError("items: 'complete' needs the quota of answers that makes an item complete")
-    pairs = answers.loc[:, ["item", "annotator"]].drop_duplicates()
-    answered = pd.unique(pairs["item"])
-    complete = pd.unique(complete_answers(pairs, quota=quota)["item"]) if quota is not None else answered
-    kept = complete if items == "complete" else answered
-    return ItemSet(
-        rule="complete" if items == "complete" else "all",
-        quota=quota,
-        items=tuple(kept),
-        answered=len(answered),
-        below_quota=len(answered) - len(complete),
-    )
 
 
 @dataclass(frozen=True)
