@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from pipeline.records import Scenario, ScenarioContext, Turn
+from pipeline.jsonl import write_records
+from pipeline.records import Response, Scenario, ScenarioContext, Score, ScoreSignature, Turn
+from pipeline.rundir import RunDir
 from tests.pipeline.fake_openai import FakeOpenAI
+
+SIGNATURE = ScoreSignature(sacrebleu="2.5", rouge_score="0.1.2", tokenizer="13a+cjk", embedder="none")
 
 
 @pytest.fixture
@@ -38,3 +43,27 @@ def make_scenarios(count: int = 6) -> list[Scenario]:
             )
         )
     return scenarios
+
+
+def score_of(scenario: Scenario, s: float | None, model: str = "m") -> Score:
+    """A score of ``scenario``'s with_sap response by ``model`` with S = ``s`` (lexical metrics 0.1, SS 0.5)."""
+    return Score(
+        scenario_id=scenario.id, model=model, variant="with_sap", subtask=scenario.subtask, bleu1=0.1, bleu2=0.1,
+        bleu3=0.1, bleu4=0.1, rouge1=0.1, rougeL=0.1, ss=0.5, S=s, signature=SIGNATURE,
+    )  # fmt: skip
+
+
+def prepared_run(root: Path, scenarios: list[Scenario], texts: dict[str, str] | None = None) -> RunDir:
+    """A run holding scenarios, one response per scenario (model ``m``; text from ``texts`` or ``回答 <id>``) and
+    their scores (S = 0.8)."""
+    run = RunDir(root).ensure()
+    write_records(run.scenarios, scenarios)
+    texts = texts or {}
+    responses = [
+        Response(scenario_id=s.id, model="m", variant="with_sap", text=texts.get(s.id, f"回答 {s.id}"), backend="t",
+                 prompt_version="v")
+        for s in scenarios
+    ]  # fmt: skip
+    write_records(run.responses, responses)
+    write_records(run.scores, [score_of(s, 0.8) for s in scenarios])
+    return run

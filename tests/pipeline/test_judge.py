@@ -26,15 +26,13 @@ from pipeline.judge import (
     prompt_hash,
     run_judge,
 )
-from pipeline.records import Judgment, Response, Result, Scenario, Score, ScoreSignature, record_key
+from pipeline.records import Judgment, Response, Result, Scenario, record_key
 from pipeline.results import build_results
 from pipeline.rundir import RunDir
 from pipeline.scoring.combine import J_FORMULA
-from tests.pipeline.conftest import make_scenarios
+from tests.pipeline.conftest import make_scenarios, prepared_run, score_of
 from tests.pipeline.fake_openai import FakeOpenAI, Fault
 from tests.repo import REPO_ROOT
-
-SIGNATURE = ScoreSignature(sacrebleu="2.5", rouge_score="0.1.2", tokenizer="13a+cjk", embedder="none")
 
 
 @pytest.mark.parametrize(
@@ -85,13 +83,6 @@ def test_the_rubric_and_prompt() -> None:
     assert judge_prompt_version(rubric) != judge_prompt_version(rubric + " ")
 
 
-def _score(scenario: Scenario, s: float | None, model: str = "m") -> Score:
-    return Score(
-        scenario_id=scenario.id, model=model, variant="with_sap", subtask=scenario.subtask, bleu1=0.1, bleu2=0.1,
-        bleu3=0.1, bleu4=0.1, rouge1=0.1, rougeL=0.1, ss=0.5, S=s, signature=SIGNATURE,
-    )  # fmt: skip
-
-
 def _judgment(scenario: Scenario, j: float | None, model: str = "m") -> Judgment:
     return Judgment(
         scenario_id=scenario.id, model=model, variant="with_sap", judge_model="judge-x", prompt_version="judge-v1-t",
@@ -102,8 +93,8 @@ def _judgment(scenario: Scenario, j: float | None, model: str = "m") -> Judgment
 def test_build_results_combines_s_and_the_judge() -> None:
     dialogue, basic, middle, advanced = make_scenarios(4)
     scenarios = {s.id: s for s in (dialogue, basic, middle, advanced)}
-    scores = {score.key: score for score in (_score(dialogue, 0.2), _score(basic, 0.5), _score(middle, 0.9),
-                                              _score(advanced, 0.9))}  # fmt: skip
+    scores = {score.key: score for score in (score_of(dialogue, 0.2), score_of(basic, 0.5), score_of(middle, 0.9),
+                                              score_of(advanced, 0.9))}  # fmt: skip
     judgments = {j.key: j for j in (_judgment(basic, 4.0), _judgment(middle, 5.0), _judgment(dialogue, 5.0))}
     by_id = {result.scenario_id: result for result in build_results(scenarios, scores, judgments)}
     assert (by_id["s000"].J, by_id["s000"].J_judge, by_id["s000"].needs_adjudication) == (None, None, False)
@@ -114,21 +105,6 @@ def test_build_results_combines_s_and_the_judge() -> None:
     assert pytest.approx(4.7) == by_id["s002"].J and not by_id["s002"].needs_adjudication
     assert (by_id["s003"].J_judge, by_id["s003"].J, by_id["s003"].needs_adjudication) == (None, None, True)
     assert [r.scenario_id for r in build_results(scenarios, scores, judgments)] == ["s000", "s001", "s002", "s003"]
-
-
-def _prepared_run(root: Path, scenarios: list[Scenario], texts: dict[str, str] | None = None) -> RunDir:
-    """A run holding scenarios, one response per scenario (model ``m``) and their scores."""
-    run = RunDir(root).ensure()
-    write_records(run.scenarios, scenarios)
-    texts = texts or {}
-    responses = [
-        Response(scenario_id=s.id, model="m", variant="with_sap", text=texts.get(s.id, f"回答 {s.id}"), backend="t",
-                 prompt_version="v")
-        for s in scenarios
-    ]  # fmt: skip
-    write_records(run.responses, responses)
-    write_records(run.scores, [_score(s, 0.8) for s in scenarios])
-    return run
 
 
 def _judge_answer(body: dict[str, Any]) -> str:
@@ -149,7 +125,7 @@ def _backend(fake: FakeOpenAI, concurrency: int = 4) -> OpenAIBackend:
 def test_judges_itinerary_levels_at_temperature_zero(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.answer = _judge_answer
     scenarios = make_scenarios(6)  # s001-s003 are itinerary I-III, the rest dialogue
-    run = _prepared_run(tmp_path / "run", scenarios, {"s002": "UNPARSABLE plan", "s003": "TOO-HIGH plan"})
+    run = prepared_run(tmp_path / "run", scenarios, {"s002": "UNPARSABLE plan", "s003": "TOO-HIGH plan"})
     summary = run_judge(run, judge_model="judge-x", backend=_backend(fake_openai), cache_dir=tmp_path / "cache",
                         progress=False)  # fmt: skip
     assert (summary.planned, summary.calls, summary.from_cache, summary.written) == (3, 3, 0, 3)
@@ -168,13 +144,13 @@ def test_judges_itinerary_levels_at_temperature_zero(tmp_path: Path, fake_openai
 def test_a_rerun_and_a_shared_cache_make_no_new_calls(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.answer = _judge_answer
     scenarios = make_scenarios(4)
-    first = _prepared_run(tmp_path / "a", scenarios)
+    first = prepared_run(tmp_path / "a", scenarios)
     run_judge(first, judge_model="judge-x", backend=_backend(fake_openai), cache_dir=tmp_path / "cache", progress=False)
     calls = len(fake_openai.chat_requests())
     again = run_judge(first, judge_model="judge-x", backend=_backend(fake_openai), cache_dir=tmp_path / "cache",
                       progress=False)  # fmt: skip
     assert again.planned == 0
-    second = _prepared_run(tmp_path / "b", scenarios)
+    second = prepared_run(tmp_path / "b", scenarios)
     cached = run_judge(second, judge_model="judge-x", backend=_backend(fake_openai), cache_dir=tmp_path / "cache",
                        progress=False)  # fmt: skip
     assert (cached.planned, cached.from_cache, cached.calls) == (3, 3, 0)
@@ -187,7 +163,7 @@ def test_a_rerun_and_a_shared_cache_make_no_new_calls(tmp_path: Path, fake_opena
 def test_identical_prompts_are_asked_once(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.answer = _judge_answer
     scenario = make_scenarios(2)[1]
-    run = _prepared_run(tmp_path / "run", [scenario])
+    run = prepared_run(tmp_path / "run", [scenario])
     twin = Response(scenario_id=scenario.id, model="m2", variant="with_sap", text=f"回答 {scenario.id}", backend="t",
                     prompt_version="v")  # fmt: skip
     with run.appender(run.responses) as appender:
@@ -200,7 +176,7 @@ def test_identical_prompts_are_asked_once(tmp_path: Path, fake_openai: FakeOpenA
 
 def test_failed_requests_are_left_for_a_rerun(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.answer = _judge_answer
-    run = _prepared_run(tmp_path / "run", make_scenarios(4))
+    run = prepared_run(tmp_path / "run", make_scenarios(4))
     fake_openai.faults_when_contains["回答 s002"] = Fault("500")
     summary = run_judge(run, judge_model="judge-x", backend=_backend(fake_openai), cache_dir=tmp_path / "c",
                         progress=False)  # fmt: skip
@@ -220,7 +196,7 @@ def _results(run: RunDir) -> dict[str, Result]:
 
 
 def test_cli_no_judge_flags_every_judged_item(tmp_path: Path) -> None:
-    run = _prepared_run(tmp_path / "run", make_scenarios(6))
+    run = prepared_run(tmp_path / "run", make_scenarios(6))
     result = CliRunner().invoke(judge, ["--run", str(run.root), "--no-judge"])
     assert result.exit_code == 0, result.output
     assert "6 written" in result.output and "3 flagged for human adjudication" in result.output
@@ -236,7 +212,7 @@ def test_cli_no_judge_flags_every_judged_item(tmp_path: Path) -> None:
 
 def test_cli_judges_then_writes_results(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.answer = _judge_answer
-    run = _prepared_run(tmp_path / "run", make_scenarios(6), {"s002": "UNPARSABLE"})
+    run = prepared_run(tmp_path / "run", make_scenarios(6), {"s002": "UNPARSABLE"})
     args = ["--run", str(run.root), "--judge-model", "judge-x", "--base-url", fake_openai.base_url, "--api-key", "x",
             "--no-progress"]  # fmt: skip
     result = CliRunner().invoke(judge, args)
@@ -253,7 +229,7 @@ def test_cli_judges_then_writes_results(tmp_path: Path, fake_openai: FakeOpenAI)
 
 
 def test_cli_exit_codes(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
-    run = _prepared_run(tmp_path / "run", make_scenarios(3))
+    run = prepared_run(tmp_path / "run", make_scenarios(3))
     fake_openai.faults_when_contains["回答 s001"] = Fault("400")
     args = ["--run", str(run.root), "--judge-model", "judge-x", "--base-url", fake_openai.base_url, "--no-progress"]
     failed = CliRunner().invoke(judge, args)
@@ -267,7 +243,7 @@ def test_cli_exit_codes(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
 
 def test_cli_reports_bad_run_contents_clearly(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     scenarios = make_scenarios(2)
-    run = _prepared_run(tmp_path / "run", scenarios)
+    run = prepared_run(tmp_path / "run", scenarios)
     write_records(run.scenarios, scenarios[:1])  # the response to s001 now names an unknown scenario
     args = ["--run", str(run.root), "--judge-model", "judge-x", "--base-url", fake_openai.base_url, "--no-progress"]
     result = CliRunner().invoke(judge, args)
@@ -286,7 +262,7 @@ def test_cli_reports_bad_run_contents_clearly(tmp_path: Path, fake_openai: FakeO
 def test_a_killed_judge_resumes_to_the_clean_result(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.answer = _judge_answer
     scenarios = make_scenarios(8)  # five itinerary I-III responses to judge
-    clean, killed = _prepared_run(tmp_path / "clean", scenarios), _prepared_run(tmp_path / "killed", scenarios)
+    clean, killed = prepared_run(tmp_path / "clean", scenarios), prepared_run(tmp_path / "killed", scenarios)
     common = ["--judge-model", "judge-x", "--base-url", fake_openai.base_url, "--api-key", "x", "--no-progress"]
     assert CliRunner().invoke(judge, ["--run", str(clean.root), *common]).exit_code == 0
 
@@ -317,7 +293,7 @@ def test_a_killed_judge_resumes_to_the_clean_result(tmp_path: Path, fake_openai:
 
 def test_judges_never_mix_in_one_run_unless_rejudging(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.answer = _judge_answer
-    run = _prepared_run(tmp_path / "run", make_scenarios(4))
+    run = prepared_run(tmp_path / "run", make_scenarios(4))
     common = ["--run", str(run.root), "--base-url", fake_openai.base_url, "--api-key", "x", "--no-progress"]
     assert CliRunner().invoke(judge, [*common, "--judge-model", "judge-x"]).exit_code == 0
     before = run.judgments.read_bytes()
@@ -347,7 +323,7 @@ def test_a_nul_in_the_judges_answer_is_kept_visibly_replaced() -> None:
 
 def test_cli_on_an_unscored_run_fails_before_any_judge_call(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
     fake_openai.answer = _judge_answer
-    run = _prepared_run(tmp_path / "run", make_scenarios(6))  # three itinerary I-III responses to judge
+    run = prepared_run(tmp_path / "run", make_scenarios(6))  # three itinerary I-III responses to judge
     run.scores.unlink()
     args = ["--run", str(run.root), "--judge-model", "judge-x", "--base-url", fake_openai.base_url, "--no-progress"]
     result = CliRunner().invoke(judge, args)

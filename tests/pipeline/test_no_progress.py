@@ -15,12 +15,9 @@ from click.testing import CliRunner
 from pipeline.commands.generate import generate
 from pipeline.commands.judge import judge
 from pipeline.jsonl import write_records
-from pipeline.records import Response, Score, ScoreSignature
-from pipeline.rundir import RunDir
-from tests.pipeline.conftest import make_scenarios
+from tests.pipeline.conftest import make_scenarios, prepared_run
 from tests.pipeline.fake_openai import FakeOpenAI
 
-SIGNATURE = ScoreSignature(sacrebleu="2.5", rouge_score="0.1.2", tokenizer="13a+cjk", embedder="none")
 #: What every tqdm bar draws: the percentage and the bar's left edge.
 BAR = "%|"
 
@@ -37,20 +34,8 @@ def _generate_stderr(tmp_path: Path, fake: FakeOpenAI, extra: list[str]) -> str:
 
 
 def _judge_stderr(tmp_path: Path, fake: FakeOpenAI, extra: list[str]) -> str:
-    scenarios = make_scenarios(4)  # three itinerary I-III responses to judge
-    run = RunDir(tmp_path / f"run{len(extra)}").ensure()
-    write_records(run.scenarios, scenarios)
-    write_records(
-        run.responses,
-        [Response(scenario_id=s.id, model="m", variant="with_sap", text="好", backend="t", prompt_version="v")
-         for s in scenarios],
-    )  # fmt: skip
-    metrics = dict.fromkeys(("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S"), 0.5)
-    write_records(
-        run.scores,
-        [Score(scenario_id=s.id, model="m", variant="with_sap", subtask=s.subtask, signature=SIGNATURE, **metrics)
-         for s in scenarios],
-    )  # fmt: skip
+    # three itinerary I-III responses to judge
+    run = prepared_run(tmp_path / f"run{len(extra)}", make_scenarios(4))
     fake.answer = lambda body: '{"score": 4, "reasons": "ok"}'
     args = ["--run", str(run.root), "--judge-model", "j", "--base-url", fake.base_url, "--api-key", "x", *extra]
     result = CliRunner().invoke(judge, args)

@@ -13,14 +13,13 @@ from click.testing import CliRunner, Result
 from pipeline.commands.generate import generate
 from pipeline.commands.judge import judge
 from pipeline.jsonl import read_records, write_records
-from pipeline.records import TABLE1_COUNTS, Response, Scenario, Score, ScoreSignature
+from pipeline.records import TABLE1_COUNTS, Scenario
 from pipeline.rundir import RunDir
 from studio.cli import build_cli
-from tests.pipeline.conftest import make_scenarios
+from tests.pipeline.conftest import make_scenarios, prepared_run
 from tests.pipeline.fake_openai import FakeOpenAI
 
 FIXTURE = Path(__file__).parent / "fixtures" / "upstream" / "release"
-SIGNATURE = ScoreSignature(sacrebleu="2.5", rouge_score="0.1.2", tokenizer="13a+cjk", embedder="none")
 
 
 def h2h(*args: str) -> Result:
@@ -75,30 +74,12 @@ def test_generate_refuses_a_mix_naming_the_count_and_runs_a_selection_with_input
     assert "2 selected" in done.output and len(fake_openai.chat_requests()) == 2
 
 
-def scored_run(root: Path, scenarios: list[Scenario]) -> RunDir:
-    """A run holding ``scenarios``, one response each (model ``m``) and their scores."""
-    run = RunDir(root).ensure()
-    write_records(run.scenarios, scenarios)
-    write_records(
-        run.responses,
-        [Response(scenario_id=s.id, model="m", variant="with_sap", text="好", backend="t", prompt_version="v")
-         for s in scenarios],
-    )  # fmt: skip
-    metrics = dict.fromkeys(("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S"), 0.5)
-    write_records(
-        run.scores,
-        [Score(scenario_id=s.id, model="m", variant="with_sap", subtask=s.subtask, signature=SIGNATURE, **metrics)
-         for s in scenarios],
-    )  # fmt: skip
-    return run
-
-
 def test_judge_refuses_a_response_to_a_scenario_without_input_before_any_call(
     tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
     scenarios = make_scenarios(4)
     scenarios[2] = scenarios[2].model_copy(update={"user_input": ""})  # itinerary_middle
-    run = scored_run(tmp_path / "run", scenarios)
+    run = prepared_run(tmp_path / "run", scenarios)
     args = ["--run", str(run.root), "--judge-model", "j", "--base-url", fake_openai.base_url, "--no-progress"]
     refused = CliRunner().invoke(judge, args)
     assert refused.exit_code == 1
