@@ -12,6 +12,7 @@ nothing is decided or published that no rule and no person decided.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -173,19 +174,27 @@ def test_publish_publishes_its_preview_only_what_a_rule_or_a_curator_decided(thr
     assert (version.summary["by_curator"], version.summary["by_expert"]) == (["s-002"], ["s-000"])
 
 
-def seventeen_of_twenty(engine: Engine, password_hash: str, crowd_schema: WorkflowSchema) -> None:
-    """20 annotators vote "keep" on one scenario; 17 of them label it itinerary_basic (it is dialogue_base)."""
+def twenty_votes(
+    engine: Engine, password_hash: str, crowd_schema: WorkflowSchema, vote_of: Callable[[int], dict[str, Any]]
+) -> None:
+    """20 annotators vote on the one scenario of a ``crowd_schema`` campaign named "crowd", the n-th of them
+    ``vote_of(n)``; then the campaign is aggregated."""
     with write_session(engine) as session:
         create_campaign(session, name="crowd", schema=crowd_schema)
     people = add_people(engine, password_hash, [f"p{n:02d}" for n in range(20)], "annotator")
-
-    def answer(item: Item, _r: Any, person: UserPublic) -> dict[str, Any]:
-        label = "itinerary_basic" if people.index(person) < 17 else "dialogue_base"
-        return {"verdict": "keep", "subtask_label": label}
-
-    answer_all(engine, "crowd", people, answer)
+    assert answer_all(engine, "crowd", people, lambda _i, _r, person: vote_of(people.index(person))) == 20
     with write_session(engine) as session:
         aggregate_campaign(session, campaign="crowd")
+
+
+def seventeen_of_twenty(engine: Engine, password_hash: str, crowd_schema: WorkflowSchema) -> None:
+    """20 annotators vote "keep" on one scenario; 17 of them label it itinerary_basic (it is dialogue_base)."""
+    twenty_votes(
+        engine,
+        password_hash,
+        crowd_schema,
+        lambda rank: {"verdict": "keep", "subtask_label": "itinerary_basic" if rank < 17 else "dialogue_base"},
+    )
 
 
 @pytest.fixture
@@ -283,18 +292,15 @@ def test_the_completion_threshold_shown_is_the_one_used(corpus: Engine, password
 
 def nine_six_five(engine: Engine, password_hash: str, crowd_schema: WorkflowSchema) -> None:
     """20 annotators on one scenario: 9 keep, 6 revise, 5 discard (the most common verdict has under half)."""
-    with write_session(engine) as session:
-        create_campaign(session, name="crowd", schema=crowd_schema)
-    people = add_people(engine, password_hash, [f"v{n:02d}" for n in range(20)], "annotator")
-
-    def answer(item: Item, _r: Any, person: UserPublic) -> dict[str, Any]:
-        rank = people.index(person)
-        verdict = "keep" if rank < 9 else "revise" if rank < 15 else "discard"
-        return {"verdict": verdict, "subtask_label": "dialogue_base"}
-
-    assert answer_all(engine, "crowd", people, answer) == 20
-    with write_session(engine) as session:
-        aggregate_campaign(session, campaign="crowd")
+    twenty_votes(
+        engine,
+        password_hash,
+        crowd_schema,
+        lambda rank: {
+            "verdict": "keep" if rank < 9 else "revise" if rank < 15 else "discard",
+            "subtask_label": "dialogue_base",
+        },
+    )
 
 
 def test_the_bundled_crowd_rule_is_the_papers_plain_majority(one: Engine, password_hash: str) -> None:
