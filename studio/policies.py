@@ -16,7 +16,7 @@ This module imports neither the ORM nor a web framework, so ``h2h --help`` can b
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, Protocol, get_args
 
 from studio.services.errors import NotAuthenticated, PermissionDenied
@@ -107,7 +107,7 @@ class AdminPolicy:
 
     @staticmethod
     def read_audit() -> PolicyAction:
-        """Read the whole audit log (every entity, every actor), filtered."""
+        """Read the audit log on the admin page and ``/v1/admin/audit`` (what :class:`AuditPolicy` shows, filtered)."""
         return _one_of(ADMINS)
 
     @staticmethod
@@ -119,6 +119,35 @@ class AdminPolicy:
     def import_scenarios() -> PolicyAction:
         """Upload scenario files (checked, then stored on confirmation); the only upload the studio takes."""
         return _one_of(CURATORS)
+
+
+#: What each non-admin role sees of the audit log: the entities (``AuditLog.entity``) of what it may manage. An allow
+#: list, so an entity added later is shown to admins only until someone decides otherwise. Curators: the dataset and
+#: the work on it (scenarios, responses, campaigns and their aggregation, imports, published versions) — never
+#: accounts (``user``: resets, role changes, deactivations, who exists). Researchers: the published versions they
+#: read. Annotators and experts: nothing (``AuditPolicy.read`` refuses them).
+AUDIT_ENTITIES_BY_ROLE: Mapping[str, frozenset[str]] = {
+    "curator": frozenset({"scenario", "response", "campaign", "dataset_version", "import"}),
+    "researcher": frozenset({"dataset_version"}),
+}
+
+
+class AuditPolicy:
+    """The audit log: who reads it at all, and which of its entries each role sees (what that role may manage)."""
+
+    @staticmethod
+    def read() -> PolicyAction:
+        """Read the audit entries :meth:`visible_entities` allows (the Curate page's log, a scenario's log)."""
+        return _one_of(RESEARCHERS)
+
+    @staticmethod
+    def visible_entities(caller: Caller) -> frozenset[str] | None:
+        """The entities whose entries ``caller`` sees: None for every entry (admins), else
+        :data:`AUDIT_ENTITIES_BY_ROLE` (empty for a role it does not name). Every audit query takes this value
+        (``studio.services.audit``, ``studio.services.curation.list_audit_entries``), so no door shows more."""
+        if is_admin_role(caller.role):
+            return None
+        return AUDIT_ENTITIES_BY_ROLE.get(caller.role, frozenset())
 
 
 class CampaignPolicy:
@@ -156,7 +185,7 @@ class CurationPolicy:
 
     @staticmethod
     def read() -> PolicyAction:
-        """Browse scenarios and responses, read one scenario, the audit log and the published versions."""
+        """Browse scenarios and responses, read one scenario and the published versions."""
         return _one_of(RESEARCHERS)
 
     @staticmethod

@@ -11,10 +11,10 @@ rewriting, and framing by other sites (clickjacking).
 :class:`SameOriginMiddleware` refuses a POST/PUT/DELETE whose ``Origin`` names another site: Gradio's
 event routes act on the session cookie and have no CSRF token of their own.
 
-:class:`LoginThrottle` counts failed sign-ins in a sliding window per (username, address) pair, per
-address and per username, and refuses further attempts — before the password is hashed — while any
-count is over its limit. Counts live in the process: each studio replica throttles on its own, which
-bounds guessing per replica without a shared store.
+:class:`LoginThrottle` counts failed sign-ins in a sliding window per (address, username) pair and per
+address, and refuses further attempts — before the password is hashed — by the rule its docstring states: no
+stranger can lock a person out, and a refusal says when to try again. Counts live in the process: each studio
+replica throttles on its own, which bounds guessing per replica without a shared store.
 
 The address is the connection's own unless ``Settings.forwarded_allow_ips`` names the reverse proxies to believe:
 ``studio.web.app.create_app`` then adds uvicorn's ``ProxyHeadersMiddleware``, which takes the client's address (and
@@ -108,9 +108,9 @@ class SameOriginMiddleware:
 
     Gradio's event routes (``/ui/gradio_api/queue/join``, ``/upload``, ...) act on the session cookie and take
     no CSRF token; SameSite=Lax keeps the cookie off cross-*site* POSTs, but not off POSTs from another port
-    or subdomain of the same site. Browsers send ``Origin`` on every cross-origin POST, so comparing it with
-    ``Host`` closes that gap. A request without ``Origin`` (scripts, curl) passes: it carries no ambient
-    browser credentials an attacker's page could borrow.
+    or subdomain of the same site. Browsers send ``Origin`` on every cross-origin POST, so comparing its scheme,
+    host and port with the request's own (:func:`origin_matches`) closes that gap. A request without ``Origin``
+    (scripts, curl) passes: it carries no ambient browser credentials an attacker's page could borrow.
     """
 
     SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -122,7 +122,7 @@ class SameOriginMiddleware:
         if scope["type"] != "http" or scope["method"] in self.SAFE_METHODS or _same_origin(scope):
             await self.app(scope, receive, send)
             return
-        body = b"request refused: it came from another site (Origin does not match Host)"
+        body = b"request refused: it came from another site (Origin does not match this site's scheme, host and port)"
         await send(
             {
                 "type": "http.response.start",
@@ -140,10 +140,39 @@ def _same_origin(scope: Scope) -> bool:
     headers: dict[str, str] = {
         name.decode("latin-1").lower(): value.decode("latin-1") for name, value in scope.get("headers", [])
     }
-    origin = headers.get("origin")
+    return origin_matches(headers.get("origin"), scheme=str(scope.get("scheme", "http")), host=headers.get("host", ""))
+
+
+_DEFAULT_PORTS = {"http": 80, "https": 443}
+
+
+def _origin_tuple(scheme: str, netloc: str) -> tuple[str, str, int | None] | None:
+    """(scheme, host, port) with the scheme's default port filled in; None when ``netloc`` is not host[:port]."""
+    try:
+        parts = urlsplit(f"{scheme}://{netloc}")
+        port = parts.port
+    except ValueError:  # a port that is not a number, or out of range
+        return None
+    if not parts.hostname or parts.username is not None or parts.password is not None or parts.netloc != netloc:
+        return None
+    return scheme, parts.hostname, port if port is not None else _DEFAULT_PORTS.get(scheme)
+
+
+def origin_matches(origin: str | None, *, scheme: str, host: str) -> bool:
+    """Whether a request's ``Origin`` header names the site it was sent to: the same scheme, host and port.
+
+    ``scheme`` is the request's own (``http``/``https``) as uvicorn reports it — from ``X-Forwarded-Proto`` only when
+    the request came through a proxy in ``Settings.forwarded_allow_ips`` — and ``host`` its ``Host`` header; a missing
+    port is the scheme's default, so ``https://host`` matches ``host:443`` and never ``http://host``. No ``Origin`` at
+    all matches (scripts, curl: no ambient browser credentials); ``null`` and anything unparsable do not.
+    """
     if origin is None:
         return True
-    return urlsplit(origin).netloc == headers.get("host", "") and origin != "null"
+    sent = urlsplit(origin)
+    if sent.scheme not in _DEFAULT_PORTS or sent.path or sent.query or sent.fragment:
+        return False
+    theirs = _origin_tuple(sent.scheme, sent.netloc)
+    return theirs is not None and theirs == _origin_tuple(scheme.lower(), host)
 
 
 class LoginThrottled(Exception):
@@ -151,34 +180,42 @@ class LoginThrottled(Exception):
 
     def __init__(self, retry_after: float) -> None:
         self.retry_after = max(1, int(retry_after + 0.999))
-        super().__init__(f"too many failed sign-ins: try again in {self.retry_after} s")
+        super().__init__(
+            f"too many failed sign-ins for this username from this address: try again in {self.retry_after} s"
+        )
 
 
 @dataclass
 class LoginThrottle:
-    """Sliding-window limits on failed sign-ins: per (username, address), per address and per username.
+    """Sliding-window limits on failed sign-ins, counted per (address, username) and per address — never per
+    username alone, so no one can lock a person out from somewhere else.
 
-    The per-username limit is looser than the pair limit, so a stranger guessing one person's password
-    from many addresses is slowed without locking that person out after a handful of tries. ``clock``
-    returns seconds (monotonic); ``max_keys`` bounds memory under a flood of distinct names.
+    The rule (``window_seconds``, default 300 s):
+
+    - **pair**: after ``per_pair`` (5) failures of one username from one address, that username is refused from that
+      address until the oldest of them leaves the window. The same name from another address is untouched.
+    - **address**: once an address has ``per_address`` (30) failures in the window, over any names, it is refused
+      for every username that has *failed there* in the window — one guess per name per window for someone spraying
+      many names — while a username with no failure there is still checked: another person behind the same address
+      (a shared office or NAT) signs in with their correct password whatever a stranger there did. The refusal lasts
+      until the address drops below its limit or the name's own failures there leave the window, whichever is first.
+
+    A success forgets its pair's failures (the address count stays). A refusal names the seconds until the next
+    attempt is allowed (:class:`LoginThrottled`). ``clock`` returns seconds (monotonic); ``max_keys`` bounds memory
+    under a flood of distinct names.
     """
 
     per_pair: int = 5
     per_address: int = 30
-    per_username: int = 20
     window_seconds: float = 300.0
     max_keys: int = 10_000
     clock: Callable[[], float] = time.monotonic
     _failures: OrderedDict[tuple[str, str], deque[float]] = field(default_factory=OrderedDict, init=False, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
-    def _keys(self, username: str, address: str) -> list[tuple[tuple[str, str], int]]:
-        name = throttle_key(username)
-        return [
-            (("pair", f"{name}\x00{address}"), self.per_pair),
-            (("address", address), self.per_address),
-            (("username", name), self.per_username),
-        ]
+    @staticmethod
+    def _pair_key(username: str, address: str) -> tuple[str, str]:
+        return ("pair", f"{throttle_key(username)}\x00{address}")
 
     def _recent(self, key: tuple[str, str], now: float) -> deque[float]:
         times = self._failures.get(key)
@@ -190,22 +227,26 @@ class LoginThrottle:
             del self._failures[key]
         return times
 
+    def _wait(self, times: deque[float], limit: int, now: float) -> float:
+        """Seconds until ``times`` holds fewer than ``limit`` failures of the window (0.0: it does now)."""
+        return max(0.0, times[len(times) - limit] + self.window_seconds - now) if len(times) >= limit else 0.0
+
     def retry_after(self, *, username: str, address: str) -> float:
-        """Seconds until this sign-in may be tried (0.0: it may be tried now)."""
+        """Seconds until this sign-in may be tried (0.0: it may be tried now); see the class for the rule."""
         now = self.clock()
-        wait = 0.0
         with self._lock:
-            for key, limit in self._keys(username, address):
-                times = self._recent(key, now)
-                if len(times) >= limit:
-                    wait = max(wait, times[len(times) - limit] + self.window_seconds - now)
+            pair = self._recent(self._pair_key(username, address), now)
+            wait = self._wait(pair, self.per_pair, now)
+            if pair:  # this name failed here: the address limit applies to it, until its own failures age out
+                by_address = self._wait(self._recent(("address", address), now), self.per_address, now)
+                wait = max(wait, min(by_address, pair[-1] + self.window_seconds - now))
         return wait
 
     def record_failure(self, *, username: str, address: str) -> None:
-        """Count one failed sign-in against every key of this attempt."""
+        """Count one failed sign-in against its (address, username) pair and its address."""
         now = self.clock()
         with self._lock:
-            for key, _limit in self._keys(username, address):
+            for key in (self._pair_key(username, address), ("address", address)):
                 self._recent(key, now)
                 self._failures.setdefault(key, deque()).append(now)
                 self._failures.move_to_end(key)
@@ -213,9 +254,9 @@ class LoginThrottle:
                 self._failures.popitem(last=False)
 
     def record_success(self, *, username: str, address: str) -> None:
-        """Forget the failures of this (username, address) pair; address and username counts stay."""
+        """Forget the failures of this (address, username) pair; the address count stays."""
         with self._lock:
-            self._failures.pop(self._keys(username, address)[0][0], None)
+            self._failures.pop(self._pair_key(username, address), None)
 
     def attempt(
         self, *, username: str, address: str, sign_in: Callable[[], T], failures: Iterable[type[BaseException]]

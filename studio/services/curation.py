@@ -9,6 +9,7 @@ it calls these functions (the command line calls them directly: it is trusted). 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import Any
 
 import numpy as np
@@ -304,18 +305,27 @@ def scenario_detail(session: Session, *, scenario_id: str) -> dict[str, Any]:
     }
 
 
+def only_visible(query: Any, visible: Collection[str] | None) -> Any:
+    """``query`` (over ``AuditLog``) narrowed to the entries of the ``visible`` entities (``studio.policies.
+    AuditPolicy.visible_entities``); None leaves it whole."""
+    if visible is None:
+        return query
+    return query.where(col(AuditLog.entity).in_(sorted(visible)))  # empty: SQLAlchemy's always-false IN
+
+
 def list_audit_entries(
     session: Session,
     *,
+    visible: Collection[str] | None,
     entity: str | None = None,
     entity_id: str | None = None,
     limit: int = 200,
 ) -> list[AuditLogPublic]:
-    """The newest audit entries first (at most ``limit``, 1-:data:`MAX_AUDIT_ENTRIES`), only those of ``entity``
-    (e.g. ``"scenario"``) and/or ``entity_id`` when given."""
+    """The newest audit entries of the ``visible`` entities (None: all) first (at most ``limit``,
+    1-:data:`MAX_AUDIT_ENTRIES`), only those of ``entity`` (e.g. ``"scenario"``) and/or ``entity_id`` when given."""
     if not 1 <= limit <= MAX_AUDIT_ENTRIES:
         raise InvalidInput(f"limit: must be 1-{MAX_AUDIT_ENTRIES}")
-    query = select(AuditLog).order_by(col(AuditLog.id).desc()).limit(limit)
+    query = only_visible(select(AuditLog).order_by(col(AuditLog.id).desc()).limit(limit), visible)
     if entity is not None:
         query = query.where(col(AuditLog.entity) == entity)
     if entity_id is not None:

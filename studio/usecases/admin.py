@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from sqlmodel import Session
 
 from studio.models import CampaignPublic, UserPublic
-from studio.policies import AdminPolicy, authorize
+from studio.policies import AdminPolicy, AuditPolicy, authorize
 from studio.schemas import WorkflowSchema, load_schemas
 from studio.services import audit, auth, campaigns
 from studio.services.campaigns import CampaignOverview, CampaignStatusChange, TargetChoices, TargetSelection
@@ -135,12 +135,13 @@ def audit_log(session: Session, *, caller: UserPublic, page: Any = 1, page_size:
     """One page of the audit log, newest first; ``filters`` are :class:`AuditFilters` as the front door got them
     (a page past the end answers the last page)."""
     authorize(caller, AdminPolicy.read_audit())
-    chosen = parse(AuditFilters, **filters)
+    chosen = parse(AuditFilters, **filters).model_dump()
+    visible = AuditPolicy.visible_entities(caller)
     paging = parse(Paging, page=page, page_size=page_size)
-    found = audit.list_audit(session, **chosen.model_dump(), page=paging.page, page_size=paging.page_size)
+    found = audit.list_audit(session, visible=visible, **chosen, page=paging.page, page_size=paging.page_size)
     if found.total and not found.rows:
         last = paging.last_for(found.total)
-        found = audit.list_audit(session, **chosen.model_dump(), page=last.page, page_size=last.page_size)
+        found = audit.list_audit(session, visible=visible, **chosen, page=last.page, page_size=last.page_size)
     return found
 
 

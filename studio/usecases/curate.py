@@ -17,7 +17,7 @@ from sqlmodel import Session
 
 from studio.models import AuditLogPublic, UserPublic
 from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
-from studio.policies import CurationPolicy, authorize
+from studio.policies import AuditPolicy, CurationPolicy, authorize
 from studio.services import aggregation, curation, rater
 from studio.services import curation_decisions as decisions
 from studio.services.aggregation import AggregationSummary
@@ -75,10 +75,12 @@ def scenario_detail(session: Session, *, caller: UserPublic, scenario_id: str) -
 def audit_entries(
     session: Session, *, caller: UserPublic, scenario_id: str | None = None, limit: int = 200
 ) -> list[AuditLogPublic]:
-    """The newest audit entries (of one scenario when given)."""
-    authorize(caller, CurationPolicy.read())
+    """The newest audit entries the caller may see (``AuditPolicy``: a curator none about accounts, a researcher
+    only published versions), of one scenario when given."""
+    authorize(caller, AuditPolicy.read())
     entity = "scenario" if scenario_id is not None else None
-    return curation.list_audit_entries(session, entity=entity, entity_id=scenario_id, limit=limit)
+    visible = AuditPolicy.visible_entities(caller)
+    return curation.list_audit_entries(session, visible=visible, entity=entity, entity_id=scenario_id, limit=limit)
 
 
 class ShownScenario(BaseModel):

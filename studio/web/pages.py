@@ -10,14 +10,13 @@ Signing out — either way — revokes the session's token in the store and drop
 from __future__ import annotations
 
 import html
-from urllib.parse import urlsplit
 
 from fastapi import APIRouter, Form, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from studio.db import write_session
-from studio.security import LoginThrottled, client_address
+from studio.security import LoginThrottled, client_address, origin_matches
 from studio.services.errors import InvalidInput, ServiceError
 from studio.usecases import account
 from studio.web.deps import SESSION_COOKIE
@@ -52,11 +51,10 @@ def login_page(error: str | None = None, status_code: int = 200) -> HTMLResponse
 
 
 def same_origin(request: Request) -> bool:
-    """A form POST from another site carries its own Origin; refuse it (login CSRF)."""
+    """A form POST from another site carries its own Origin; refuse it (login CSRF). One rule with the middleware
+    (:func:`studio.security.origin_matches`: scheme, host and port)."""
     origin = request.headers.get("origin")
-    if not origin or origin == "null":
-        return origin is None
-    return urlsplit(origin).netloc == request.headers.get("host", "")
+    return origin_matches(origin, scheme=request.url.scheme, host=request.headers.get("host", ""))
 
 
 @router.get("/")
@@ -90,7 +88,10 @@ async def login_submit(request: Request, username: str = Form(...), password: st
             failures=(ServiceError,),
         )
     except LoginThrottled as error:
-        page = login_page("Too many failed sign-ins. Try again later.", status_code=429)
+        page = login_page(
+            f"Too many failed sign-ins for this username from this address. Try again in {error.retry_after} s.",
+            status_code=429,
+        )
         page.headers["Retry-After"] = str(error.retry_after)
         return page
     except InvalidInput as error:  # a name no account can have (an invisible character): say what is wrong with it

@@ -136,10 +136,10 @@ def test_audit_entries_newest_first_filtered_and_limited(aggregated: Engine, use
             curate.decide(session, caller=curator, scenario_id=scenario_id, action="accept", reason=reason)
         curate.publish(session, caller=curator, name="v1")
     with read_session(aggregated) as session:
-        everything = curate.audit_entries(session, caller=users["researcher"])
+        everything = curate.audit_entries(session, caller=curator)
         of_dlg1 = curate.audit_entries(session, caller=curator, scenario_id="dlg-1")
-        newest = curation.list_audit_entries(session, entity="scenario", limit=1)
-        versions = curation.list_audit_entries(session, entity="dataset_version")
+        newest = curation.list_audit_entries(session, visible=None, entity="scenario", limit=1)
+        versions = curation.list_audit_entries(session, visible=None, entity="dataset_version")
         for bad in (0, curation.MAX_AUDIT_ENTRIES + 1):
             with pytest.raises(InvalidInput, match="limit"):
                 curate.audit_entries(session, caller=curator, limit=bad)

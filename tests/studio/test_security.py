@@ -78,15 +78,15 @@ def test_full_width_and_compatibility_forms_of_a_name_count_as_the_name() -> Non
     assert throttle.retry_after(username="alice", address="10.0.0.1") > 0
 
 
-def test_one_address_guessing_many_names_and_one_name_guessed_from_many_addresses_are_both_slowed() -> None:
+def test_one_address_guessing_many_names_is_slowed_on_the_names_it_guessed() -> None:
+    # The address limit refuses the names that failed there, not a newcomer (tests/studio/test_hardening_accounts.py:
+    # no stranger locks another person out, from the same address or from anywhere else).
     throttle = LoginThrottle(clock=Clock())
     for number in range(30):
         throttle.record_failure(username=f"user{number}", address="10.0.0.9")
-    assert throttle.retry_after(username="someone-new", address="10.0.0.9") > 0
-    assert throttle.retry_after(username="someone-new", address="10.0.0.8") == 0.0
-    for number in range(20):
-        throttle.record_failure(username="carol", address=f"10.1.0.{number}")
-    assert throttle.retry_after(username="carol", address="10.2.0.1") > 0
+    assert throttle.retry_after(username="user3", address="10.0.0.9") > 0
+    assert throttle.retry_after(username="user3", address="10.0.0.8") == 0.0
+    assert throttle.retry_after(username="someone-new", address="10.0.0.9") == 0.0
 
 
 def test_a_success_clears_its_pair_only_and_memory_stays_bounded() -> None:

@@ -253,7 +253,7 @@ def test_decisions_need_a_reason_and_are_audit_logged(voted: Engine, tokens: Tok
         "dlg-2: edit saved (status accepted)."
     )
 
-    log = audit_log(voted, tokens["researcher"])
+    log = audit_log(voted, curator)
     assert list(log["action"][:2]) == ["scenario.edit", "scenario.reject"]
     edit, reject = log.iloc[0], log.iloc[1]
     assert (reject["actor"], reject["entity_id"], reject["reason"]) == ("curator", "dlg-1", "duplicate of dlg-2")
