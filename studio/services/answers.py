@@ -3,6 +3,7 @@ reading one's own answers: :mod:`studio.services.answers_mine`, named here too).
 
 from __future__ import annotations
 
+import json
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -22,6 +23,7 @@ from studio.services.answers_mine import (
     my_answer,
     my_answers,
     revise_answer,
+    submitted_values,
     values_as_shown,
 )
 from studio.services.errors import Conflict, InvalidInput
@@ -58,6 +60,8 @@ __all__ = [
 ]
 
 MAX_SUBMISSION_ID = 128
+#: How much of a stored answer a conflicting resend is told (its values as JSON).
+MAX_SHOWN_CHARS = 500
 #: A submit whose lease expires within this margin takes the campaign's queue lock before deciding (PostgreSQL): a
 #: ``next`` that sees the lease expired while the submit's transaction runs could otherwise hand its slot on.
 LEASE_EXPIRY_MARGIN = timedelta(seconds=60)
@@ -73,6 +77,25 @@ def _own_submission(stored: AnswerPublic, user: UserPublic, item_id: int) -> Ans
     if stored.user_id != user.id or stored.item_id != item_id:
         raise Conflict("submission_id: already used for another answer")
     return stored
+
+
+def _retry_of(
+    session: Session, stored: AnswerPublic, *, campaign: str, user: UserPublic, item_id: int, values: dict[str, Any]
+) -> AnswerPublic:
+    """``stored`` as the answer to a resent submit: the same person, item and values (as first submitted; a later
+    revision does not turn the resend of the first submit into a conflict). ``Conflict`` naming the stored answer
+    when the values differ: a resend that answered 200 with the old values would let a client believe its new
+    values were stored."""
+    _own_submission(stored, user, item_id)
+    if values == stored.values or (stored.revision > 0 and values == submitted_values(session, stored)):
+        return stored
+    shown = json.dumps(values_as_shown(session, campaign=campaign, user=user, answer=stored), ensure_ascii=False)
+    if len(shown) > MAX_SHOWN_CHARS:  # a long free text: enough to recognise the answer, not the whole of it
+        shown = shown[:MAX_SHOWN_CHARS] + "…"
+    raise Conflict(
+        f"submission_id: this submission_id was already stored with other values: {shown}; a resend must repeat "
+        f"them. To change your answer, revise it (PUT .../answers/{item_id})"
+    )
 
 
 def _check_slot(session: Session, campaign: CampaignState, item: Any, lease: Any, now: datetime) -> None:
@@ -152,9 +175,10 @@ def submit_answer(
 ) -> SubmitResult:
     """Store the caller's answer to an item they hold a lease on.
 
-    A retry with the same ``submission_id`` returns the stored answer (``created`` False). Errors:
+    A retry with the same ``submission_id`` and values returns the stored answer (``created`` False). Errors:
     ``NotFound`` (campaign, item, lease), ``PermissionDenied`` (closed campaign, someone else's
-    lease), ``Conflict`` (already answered, lease released, expired lease whose slot was taken),
+    lease), ``Conflict`` (already answered, lease released, expired lease whose slot was taken, a submission_id
+    stored with other values),
     ``InvalidInput`` (answer values). Nothing is stored on any error. ``now`` fixes the clock (tests); by default
     it is read once the locks are held, so a wait for them does not leave it stale.
     """
@@ -178,7 +202,8 @@ def submit_answer(
     now = clock or utc_now()  # under the item's lock (SQLite: the write lock, taken at the first read above)
     retried, answered = earlier_answers(session, submission_id=submission_id, item_id=item_id, user_id=user.id)
     if retried is not None:
-        return SubmitResult(created=False, answer=_own_submission(retried, user, item_id))
+        answer = _retry_of(session, retried, campaign=campaign, user=user, item_id=item_id, values=values)
+        return SubmitResult(created=False, answer=answer)
     if answered is not None:
         raise Conflict(f"item_id: you already answered item {item_id}; revise it with PUT .../answers/{item_id}")
     lease = own_lease(session, found, user, item_id, lease_id)
@@ -227,8 +252,9 @@ def retried_submission(
     max_text_chars: int | None = None,
 ) -> AnswerPublic:
     """``stored`` (of :func:`answer_by_submission_id`) as the answer to this retried submit, after the same checks
-    and errors :func:`submit_answer` gives a retry (``Conflict`` when the submission_id is someone else's)."""
-    _checked_request(
+    and errors :func:`submit_answer` gives a retry (``Conflict`` when the submission_id is someone else's or was
+    stored with other values)."""
+    _found, _item, values = _checked_request(
         session,
         campaign=campaign,
         user=user,
@@ -240,7 +266,7 @@ def retried_submission(
         max_seconds_spent=max_seconds_spent,
         max_text_chars=max_text_chars,
     )
-    return _own_submission(stored, user, item_id)
+    return _retry_of(session, stored, campaign=campaign, user=user, item_id=item_id, values=values)
 
 
 def stored_submission(

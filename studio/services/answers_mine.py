@@ -121,6 +121,18 @@ def my_answers(session: Session, *, campaign: str, user: UserPublic) -> list[Ans
     return [AnswerPublic.model_validate(row) for row in rows]
 
 
+def submitted_values(session: Session, answer: AnswerPublic) -> dict[str, Any]:
+    """The values ``answer`` held when it was first submitted: its earliest history row once revised, else its own."""
+    query = (
+        select(col(AnswerRevision.values))
+        .where(col(AnswerRevision.answer_id) == answer.id)
+        .order_by(col(AnswerRevision.revision), col(AnswerRevision.id))
+        .limit(1)
+    )
+    first = session.execute(query).scalar_one_or_none()
+    return dict(first) if first is not None else dict(answer.values)
+
+
 def has_seen_item(session: Session, *, campaign: CampaignState, user: UserPublic, item_id: int) -> bool:
     """Whether the item was ever handed to the person (a lease of theirs on it, live or not): the items whose
     content they may read again (whole texts, their own answers)."""
