@@ -44,6 +44,8 @@ NO_FORM_YET = (
 #: A submit refused because its lease no longer holds the item (skipped or answered meanwhile, or expired and handed
 #: on): the page moves on to the rater's next item and says so.
 NOT_SAVED = "Not saved ({}). Nothing was stored for that item; the item shown now is your next one."
+#: S pressed after the item's answer was saved (Enter then S): the skip named that item, whose answer stays.
+ANSWERED_BEFORE_SKIP = "Saved. Your answer was stored before the skip arrived, so nothing was skipped."
 #: Where the panel's outputs sit in every handler's output list (tests index by them too).
 SHOWN, CHAT, PERSONA, PROGRESS, MESSAGE, CONTEXT, SHOW_ALL = range(7)
 
@@ -357,15 +359,20 @@ class AnnotateTab:
                 return self.error_values(ServiceError("Nothing to skip."), form=None) + kept
             campaign, item_id, lease_id = shown.campaign, shown.item_id, shown.lease_id
 
+            skipped = [not shown.revising]
+
             def release(session: Any, caller: Any) -> None:
                 if lease_id is not None:  # an answer opened to revise holds no lease: going back changes nothing
-                    annotate.skip(session, caller=caller, campaign=campaign, item_id=item_id, lease_id=lease_id)
+                    skipped[0] = annotate.skip(
+                        session, caller=caller, campaign=campaign, item_id=item_id, lease_id=lease_id
+                    )
 
             try:
                 offer = self.offer(campaign, request, release)
             except ServiceError as error:
                 return self.error_values(error, form=parts.key) + kept
-            note = "Nothing changed." if shown.revising else "Skipped."
+            # S pressed right after Enter names the item just answered: its answer stays, and no skip is claimed.
+            note = "Skipped." if skipped[0] else "Nothing changed." if shown.revising else ANSWERED_BEFORE_SKIP
             return self.panel_values(panel_of(campaign, offer, note=note)) + parts.reset()
 
         return on_skip

@@ -16,11 +16,19 @@ A follow-up question (``when``) appears in the page in the same keystroke that a
 typed within :data:`SECOND_DIGIT_MS` (``1`` then ``0`` is option 10): a first digit that could begin a longer number
 waits that long for a second one. In a multiple-choice question a digit ticks or unticks an option and keeps the
 focus there. Enter submits (in a number question's box too), S skips. Keys typed into text fields are left alone.
+
+S pressed while the item just submitted is still on screen, before the page has the submit's answer, is ignored: it
+would name the item just answered, and its skip could reach the server first and refuse the answer (or arrive after it
+and claim a skip that did not happen). The server says so too when such a skip arrives anyway (a click on Skip):
+:func:`studio.usecases.annotate.skip` tells an answered lease from a skipped one.
 """
 
 from __future__ import annotations
 
 SECOND_DIGIT_MS = 700
+#: After Enter, S is ignored while the submitted item is still on screen and the page waits on the server, and at
+#: least this long (the moment before Gradio marks the page as waiting).
+SUBMIT_HOLD_MS = 1000
 #: The rule above as the page states it, under the form.
 SHORTCUTS_HELP = (
     "**Keyboard:** digits choose the option with that number (**1–9**; for options 10 and up type both digits "
@@ -43,10 +51,12 @@ KEYS_CSS = """
 """
 
 KEYBOARD_SCRIPT = (
-    """
+    (
+        """
 <script>
 (function () {
   const SECOND_DIGIT_MS = __SECOND_DIGIT_MS__;
+  const SUBMIT_HOLD_MS = __SUBMIT_HOLD_MS__;
   let pending = null;  // {group, digits, timer}: a first digit waiting for a second one
   let last = null;  // the question the last digit went to
   const visible = (el) => el && el.offsetParent !== null;
@@ -82,11 +92,19 @@ KEYBOARD_SCRIPT = (
     pending = null;
     choose(done.group, Number(done.digits));
   }
+  let submitted = null;  // {shown, at}: the item Enter last submitted, until the page answers
+  const shownItem = () => (document.querySelector('#h2h-shown-item textarea, #h2h-shown-item input') || {}).value;
+  const waiting = () => document.querySelector('.gradio-container .pending, .gradio-container .generating');
+  function submitting() {  // the item on screen is the one just submitted and its answer has not come back yet
+    if (!submitted || submitted.shown !== shownItem()) return false;
+    return Date.now() - submitted.at < SUBMIT_HOLD_MS || waiting() !== null;
+  }
   function submit(form, event) {
     const button = form.querySelector('.h2h-submit');
     if (!button) return;
     event.preventDefault();
     event.stopPropagation();  // Gradio's checkbox toggles on Enter: this listener runs first (capture)
+    submitted = {shown: shownItem(), at: Date.now()};
     // After the events of the keys before it have run their course (a digit's choice reaches Gradio's state).
     setTimeout(() => button.click(), 0);
   }
@@ -126,6 +144,9 @@ KEYBOARD_SCRIPT = (
       submit(form, event);
     } else if (event.key === 's' || event.key === 'S') {
       flush();
+      // S right after Enter would skip the item just answered (its skip racing its submit): left alone until the
+      // page shows what the submit did.
+      if (submitting()) { event.preventDefault(); return; }
       const button = form.querySelector('.h2h-skip');
       if (button) { button.click(); event.preventDefault(); }
     }
@@ -133,4 +154,7 @@ KEYBOARD_SCRIPT = (
 })();
 </script>
 """
-).replace("__SECOND_DIGIT_MS__", str(SECOND_DIGIT_MS))
+    )
+    .replace("__SECOND_DIGIT_MS__", str(SECOND_DIGIT_MS))
+    .replace("__SUBMIT_HOLD_MS__", str(SUBMIT_HOLD_MS))
+)

@@ -23,7 +23,7 @@ from studio.services.answers import DEFAULT_MAX_SECONDS, ReviseResult, SubmitRes
 from studio.services.campaigns import CampaignSummary
 from studio.services.errors import NotFound
 from studio.services.queue import DEFAULT_LEASE_SECONDS, ItemView
-from studio.services.queue_rows import CampaignState
+from studio.services.queue_rows import CampaignState, lease_row
 from studio.settings import Settings
 
 
@@ -108,10 +108,17 @@ def offer_next(session: Session, *, caller: UserPublic, campaign: str, lease_sec
     )
 
 
-def skip(session: Session, *, caller: UserPublic, campaign: str, item_id: int, lease_id: str) -> None:
-    """Release the caller's lease on the item and put it after all others for them."""
+def skip(session: Session, *, caller: UserPublic, campaign: str, item_id: int, lease_id: str) -> bool:
+    """Release the caller's lease on the item and put it after all others for them.
+
+    False when the lease was answered before the skip arrived (Enter then S: the answer is stored and stays; the
+    page must not say "Skipped."). Read after the skip's own release, so a submit that committed first is seen on
+    PostgreSQL too (the release waits for the submit's row lock, and the next statement reads what it committed).
+    """
     _answerable(session, caller, campaign)
     queue.skip_item(session, campaign=campaign, user=caller, item_id=item_id, lease_id=lease_id)
+    lease = lease_row(session, lease_id)
+    return lease is None or lease.outcome != "answered"
 
 
 def _submit_arguments(campaign: str, submission: Submission, limits: AnswerLimits) -> dict[str, Any]:
