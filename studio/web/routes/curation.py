@@ -1,4 +1,10 @@
-"""Curation over REST (``/v1/curation/...``): browse scenarios and responses, one scenario, decisions, versions."""
+"""Curation over REST (``/v1/curation/...``): browse scenarios and responses, one scenario, decisions, versions.
+
+A scenario id may hold ``/`` (the public release's ids do not, but imported ones may): the routes that take one in
+their path read it with ``{scenario_id:path}``, so ``/scenarios/a/b`` and ``/scenarios/a%2Fb`` both name ``a/b``. GET
+has only the one route and POST only ``…/decision``, so the longer path is never ambiguous (an id ending in
+``/decision`` is decided at ``…/ID/decision``).
+"""
 
 # No `from __future__ import annotations`: FastAPI reads the dependency types of the signatures as objects.
 from typing import Any
@@ -70,14 +76,14 @@ def responses(
         )
 
 
-@router.get("/scenarios/{scenario_id}")
+@router.get("/scenarios/{scenario_id:path}")
 def scenario(scenario_id: str, caller: CallerDep) -> dict[str, Any]:
     """One scenario: its record, review state, tallies and comments, and its responses' scores."""
     with caller.reading() as (session, user):
         return curate.scenario_detail(session, caller=user, scenario_id=scenario_id)
 
 
-@router.post("/scenarios/{scenario_id}/decision", response_model=ScenarioStatusPublic)
+@router.post("/scenarios/{scenario_id:path}/decision", response_model=ScenarioStatusPublic)
 def decide(scenario_id: str, body: DecisionIn, caller: CallerDep) -> ScenarioStatusPublic:
     """Accept, edit-and-accept or reject the scenario, with a reason (audit-logged); 409 when ``revision`` is not the
     scenario's current one."""
