@@ -14,7 +14,9 @@ import codecs
 import json
 import logging
 import os
+import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
@@ -33,6 +35,12 @@ TORN_TAIL_PROBLEM = (
     "incomplete last line (it has no newline and is not valid JSON): a stage killed while writing leaves one; "
     "re-run that stage (it repairs the file and resumes) or remove the line"
 )
+
+
+#: The deepest nesting of lists and objects a line may have. Records nest a few levels (a scenario's history: 3);
+#: Python's JSON parser, and every function that walks a record recursively afterwards, fail near 1,000.
+MAX_JSON_DEPTH = 64
+TOO_DEEP_PROBLEM = f"JSON nested too deeply (more than {MAX_JSON_DEPTH} levels of lists and objects)"
 
 
 class RecordError(ValueError):
@@ -55,10 +63,27 @@ def validation_problems(path: Path | str, line: int, error: ValidationError) -> 
     return problems
 
 
+def nesting_depth(value: Any) -> int:
+    """How deeply ``value`` nests lists and objects (a scalar 0, ``[]`` 1, ``[[1]]`` 2), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        current, depth = stack.pop()
+        if isinstance(current, dict):
+            current = list(current.values())
+        if isinstance(current, list):
+            deepest = max(deepest, depth + 1)
+            if deepest > MAX_JSON_DEPTH:
+                return deepest  # enough to refuse it: the rest need not be walked
+            stack.extend((part, depth + 1) for part in current)
+    return deepest
+
+
 def parse_json_line(path: Path | str, line_number: int, text: str) -> dict[str, Any]:
     """Parse one JSONL line into an object, or raise :class:`RecordError` saying why not.
 
-    A line without its newline (only the last can be) that is not valid JSON is reported as a torn last line.
+    A line without its newline (only the last can be) that is not valid JSON is reported as a torn last line; a line
+    nested deeper than :data:`MAX_JSON_DEPTH` as too deep (never a ``RecursionError``, however deep).
     """
     try:
         value = json.loads(text)
@@ -66,6 +91,10 @@ def parse_json_line(path: Path | str, line_number: int, text: str) -> dict[str, 
         if not text.endswith("\n"):
             raise RecordError(path, line_number, "(line)", TORN_TAIL_PROBLEM) from exc
         raise RecordError(path, line_number, "(line)", f"invalid JSON: {exc.msg} at column {exc.colno}") from exc
+    except RecursionError:  # Python's parser recurses per level: a few thousand "[" exhaust the stack
+        raise RecordError(path, line_number, "(line)", TOO_DEEP_PROBLEM) from None
+    if nesting_depth(value) > MAX_JSON_DEPTH:  # parsed, but deeper than any record and than later code can walk
+        raise RecordError(path, line_number, "(line)", TOO_DEEP_PROBLEM)
     if not isinstance(value, dict):
         raise RecordError(path, line_number, "(line)", f"expected a JSON object, got {type(value).__name__}")
     return value
@@ -229,18 +258,33 @@ class JsonlAppender:
         self.close()
 
 
-def write_records(path: Path | str, records: Iterable[BaseModel | dict[str, Any]]) -> int:
-    """Write ``records`` to ``path`` atomically (temp file + rename); return how many were written."""
+@contextmanager
+def atomic_target(path: Path | str) -> Iterator[Path]:
+    """A temporary file beside ``path`` to write whole, renamed over ``path`` when the block ends without error.
+
+    The name is unique and cannot be mistaken for ``path`` or for another writer's (``.NAME.PID.RANDOM.tmp``: hidden,
+    with this process's id), so two writers never share one and a temporary a SIGKILL left behind is never read as
+    the output. On any exception, ``KeyboardInterrupt`` and ``SystemExit`` (what the CLI turns SIGTERM into) the
+    temporary is removed and ``path`` is left as it was. The caller writes the file and closes it inside the block.
+    """
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    temporary = target.with_suffix(target.suffix + ".tmp")
+    temporary = target.with_name(f".{target.name}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        yield temporary
+        os.replace(temporary, target)
+    finally:
+        temporary.unlink(missing_ok=True)  # gone already after the rename
+
+
+def write_records(path: Path | str, records: Iterable[BaseModel | dict[str, Any]]) -> int:
+    """Write ``records`` to ``path`` atomically (:func:`atomic_target`); return how many were written."""
     count = 0
-    with open(temporary, "w", encoding="utf-8") as handle:
+    with atomic_target(path) as temporary, open(temporary, "w", encoding="utf-8") as handle:
         for record in records:
             data = record.model_dump(mode="json") if isinstance(record, BaseModel) else record
             handle.write(json.dumps(data, ensure_ascii=False) + "\n")
             count += 1
         handle.flush()
         os.fsync(handle.fileno())
-    os.replace(temporary, target)
     return count

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import platform
 import sys
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from pipeline.jsonl import JsonlAppender, read_records
+from pipeline.jsonl import JsonlAppender, atomic_target, read_records
 from pipeline.records import Judgment, Response, Result, Scenario, Score, utc_now
 
 logger = logging.getLogger(__name__)
@@ -108,9 +107,8 @@ class RunDir:
                 **details,
             }
         )
-        temporary = self.manifest.with_suffix(".json.tmp")
-        temporary.write_text(json.dumps(manifest, ensure_ascii=False, indent=2, default=str), encoding="utf-8")
-        os.replace(temporary, self.manifest)
+        with atomic_target(self.manifest) as temporary:
+            temporary.write_text(json.dumps(manifest, ensure_ascii=False, indent=2, default=str), encoding="utf-8")
 
     def read_manifest(self) -> dict[str, Any]:
         """The manifest's content (``{"stages": []}`` before any stage ran)."""

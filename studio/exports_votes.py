@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ from sqlmodel import col
 
 from pipeline.csvsafe import CSV_ENCODING
 from pipeline.csvsafe import neutralise_cell as csv_cell
-from pipeline.jsonl import write_records
+from pipeline.jsonl import atomic_target, write_records
 from studio.db import read_session
 from studio.models import Answer, Campaign, Item, ResponseRow, User
 from studio.schemas import Pairwise
@@ -156,15 +155,13 @@ def export_votes(engine: Engine, campaign: str, output: Path | str, *, question:
 
 
 def _write_csv(rows: Iterator[dict[str, Any]], output: Path) -> int:
-    temporary = output.with_name(output.name + ".tmp")
     count = 0
-    with temporary.open("w", encoding=CSV_ENCODING, newline="") as handle:
+    with atomic_target(output) as temporary, temporary.open("w", encoding=CSV_ENCODING, newline="") as handle:
         writer = csv.writer(handle)
         writer.writerow(COLUMNS)
         for row in rows:
             writer.writerow([neutralise_cell(row[column]) for column in COLUMNS])
             count += 1
-    os.replace(temporary, output)
     return count
 
 
@@ -180,7 +177,6 @@ def _write_parquet(rows: Iterator[dict[str, Any]], output: Path) -> int:
     table = pa.table(
         {column: pa.array(values, type=types.get(column, pa.string())) for column, values in columns.items()}
     )
-    temporary = output.with_name(output.name + ".tmp")
-    pq.write_table(table, temporary)
-    os.replace(temporary, output)
+    with atomic_target(output) as temporary:
+        pq.write_table(table, temporary)
     return int(table.num_rows)

@@ -1,17 +1,41 @@
-"""``h2h export``: files out of the studio (subcommands added by their owners)."""
+"""``h2h export``: files out of the studio (subcommands added by their owners).
+
+Every export writes a temporary file beside its output and renames it over the output at the end
+(``pipeline.jsonl.atomic_target``): an export stopped by an error, Ctrl+C or SIGTERM leaves the output as it was and
+no temporary behind it.
+"""
 
 from __future__ import annotations
 
+import signal
+import threading
 from pathlib import Path
 
 import click
 
 from studio.commands.options import db_option, open_store
 
+#: The exit status of an export stopped by SIGTERM (128 + the signal's number, as a shell reports it).
+TERMINATED_EXIT = 128 + signal.SIGTERM
+
+
+def _stop(signum: int, _frame: object) -> None:
+    """SIGTERM as an exception: the writers' cleanup (``pipeline.jsonl.atomic_target``) runs, so the output file is
+    left as it was and no temporary stays beside it (the default SIGTERM ends the process without running any)."""
+    click.echo(f"export stopped (signal {signum}): the output file was left as it was", err=True)
+    raise SystemExit(TERMINATED_EXIT)
+
+
+def exit_cleanly_on_sigterm() -> None:
+    """Turn SIGTERM into :class:`SystemExit` for the rest of this process (only the main thread may set it)."""
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, _stop)
+
 
 @click.group("export")
 def export() -> None:
     """Export votes, scores and reports."""
+    exit_cleanly_on_sigterm()
 
 
 @export.command("votes")
