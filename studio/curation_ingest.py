@@ -10,7 +10,8 @@ Reads what ``h2h refine`` (and ``h2h judge-pairs``) wrote::
                                                    as ``h2h export-pairs`` writes them)
 
 Strict like ``studio.ingest``: every bad line of every file — invalid JSON, a field that does not validate, an id
-no scenario (or pairwise item) has, a key on two lines with different content — is reported as
+no scenario (or pairwise item) has, an id or judge name holding a character nobody can see
+(``studio.ingest.name_problems``), a key on two lines with different content — is reported as
 ``file:line: field: problem``, all at once, and nothing is stored. Idempotent: a second run of the same folder
 changes nothing (rows equal to what is stored are left alone); a changed run replaces each row it names.
 """
@@ -31,7 +32,7 @@ from pipeline.curation.refine import RefineDir
 from pipeline.jsonl import RecordError, index_by_key, validate_lines
 from pipeline.records import Scenario
 from studio.db import write_session
-from studio.ingest import SHOWN_PROBLEMS, IngestError, ingest_scenarios
+from studio.ingest import SHOWN_PROBLEMS, IngestError, ingest_scenarios, name_problems
 from studio.models import Campaign, CurationReport, Item, PairJudgmentRow, PrescreenRow
 
 ACTOR = "h2h ingest-curation"
@@ -77,7 +78,7 @@ class _Reader:
             return {}
         numbered, bad = validate_lines(path, model)
         keyed = index_by_key(path, numbered, lambda record: getattr(record, key))
-        self.problems.extend(bad + keyed.conflicts)
+        self.problems.extend(bad + name_problems(path, numbered) + keyed.conflicts)
         self.repeats.extend(str(repeat) for repeat in keyed.repeats)
         lines = {getattr(record, key): number for number, record in reversed(numbered)}
         return {name: (lines[name], record) for name, record in keyed.records.items()}

@@ -9,7 +9,10 @@ a field that does not validate, text no store can hold, an incomplete last line 
 reported as ``file:line: field: problem``, all of them at once, and nothing is stored. A key (a scenario id,
 or a response's ``(scenario_id, model, variant)``) on two lines with different content is refused the same
 way (the rule: the run must say one thing per key); two identical lines are harmless, ingested once and
-reported in :attr:`IngestReport.repeated_lines`.
+reported in :attr:`IngestReport.repeated_lines`. A name or id (:data:`NAME_FIELDS`: a scenario id, a model, a judge)
+holding a character nobody can see — a bidi control, a zero-width or other format character, a control, a blank
+other than the space (:func:`studio.services.text.name_problem`) — is a bad line too: such a name would read as
+another in every table, picker and export.
 """
 
 from __future__ import annotations
@@ -33,6 +36,8 @@ from pipeline.rundir import RunDir
 from pipeline.scoring.combine import combine_j
 from studio.db import write_session
 from studio.models import AuditLog, ResponseRow, ScenarioRow, ScoreRow
+from studio.services.errors import InvalidInput
+from studio.services.text import name_problem
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +50,9 @@ RESULT_FIELDS = ("J_judge", "J", "J_final", "judge_model", "judge_prompt_version
 
 #: How many problems an :class:`IngestError`'s message lists (all of them stay in ``problems``).
 SHOWN_PROBLEMS = 20
+#: The fields of a record that name something the studio lists (a scenario, a model, a judge): checked by
+#: :func:`name_problems`. Texts (a persona, a response) may hold any character; the pages show it visibly.
+NAME_FIELDS = ("id", "scenario_id", "model", "judge_model")
 
 
 class IngestReport(BaseModel):
@@ -80,6 +88,18 @@ class RunFiles:
     repeated_lines: list[str]
 
 
+def name_problems(path: Path | str, numbered: Iterable[tuple[int, Any]]) -> list[RecordError]:
+    """``file:line: field: problem`` for each name or id (:data:`NAME_FIELDS`) of the ``(line, record)`` pairs that
+    holds a character nobody can see (:func:`studio.services.text.name_problem`)."""
+    problems = []
+    for line, record in numbered:
+        for field in NAME_FIELDS:
+            value = getattr(record, field, None)
+            if isinstance(value, str) and (why := name_problem(value)):
+                problems.append(RecordError(path, line, field, why))
+    return problems
+
+
 def _read_strictly(
     path: Path, model: type[RecordT], key_of: Callable[[RecordT], Any], problems: list[RecordError]
 ) -> KeyedRecords[Any, RecordT]:
@@ -89,7 +109,7 @@ def _read_strictly(
         return KeyedRecords()
     numbered, bad_lines = validate_lines(path, model)
     keyed = index_by_key(path, numbered, key_of)
-    problems.extend(bad_lines + keyed.conflicts)
+    problems.extend(bad_lines + name_problems(path, numbered) + keyed.conflicts)
     return keyed
 
 
@@ -142,6 +162,11 @@ def scenario_row(scenario: Scenario) -> dict[str, Any]:
 def _ingest_scenarios(
     session: Session, scenarios: Iterable[Scenario], actor: str, report: IngestReport, *, progress: bool = True
 ) -> None:
+    scenarios = list(scenarios)
+    # every front door reads its files with name_problems first; this is the rule's last line, for any other caller
+    unnamed = next(((scenario.id, why) for scenario in scenarios if (why := name_problem(scenario.id))), None)
+    if unnamed is not None:
+        raise InvalidInput(f"id: {unnamed[1]}")
     stored: dict[str, str] = {
         row.id: row.content_hash for row in session.execute(select(col(ScenarioRow.id), col(ScenarioRow.content_hash)))
     }

@@ -7,48 +7,26 @@ characters), surrogate, private-use or unassigned code point, a default-ignorabl
 selectors, the combining grapheme joiner), a blank that is not U+0020, a line break, or two spaces in a row (spaces
 at either end are dropped). The same rule runs when an account is created and when someone signs in, so a name with
 an invisible character never matches another account.
+
+A new name must also not pass for another (:func:`check_new_username`, when an account is created): it is refused
+when it mixes scripts (``annаtator01`` with a Cyrillic ``а``; Unicode's "highly restrictive" level, UTS #39, which
+lets Chinese, Japanese and Korean mix with Latin) or when its confusables skeleton (UTS #39: what it looks like,
+``аnnotator01`` → ``annotatorOl``) equals an existing account's. Both come from ICU's spoof checker, which carries
+Unicode's confusables data.
 """
 
 from __future__ import annotations
 
+import functools
 import unicodedata
+from collections.abc import Iterable
+from typing import Any
 
-from studio.services.errors import InvalidInput
+from studio.services.errors import Conflict, InvalidInput
+from studio.services.text import describe, visible_text
+from studio.services.text import is_hidden_in_name as is_hidden
 
 MAX_USERNAME_CHARS = 64
-
-#: General categories nobody can see or type on purpose: controls, format characters (bidi, zero-width), surrogates,
-#: private use, unassigned, line and paragraph separators.
-_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
-#: Code points that render as nothing but are letters, marks or symbols by category (Unicode's
-#: Default_Ignorable_Code_Point outside the categories above, and the blank Braille pattern).
-_BLANK_RANGES: tuple[tuple[int, int], ...] = (
-    (0x034F, 0x034F),  # combining grapheme joiner
-    (0x115F, 0x1160),  # Hangul choseong / jungseong fillers
-    (0x17B4, 0x17B5),  # Khmer inherent vowels
-    (0x180B, 0x180F),  # Mongolian free variation selectors
-    (0x2800, 0x2800),  # Braille pattern blank
-    (0x3164, 0x3164),  # Hangul filler
-    (0xFE00, 0xFE0F),  # variation selectors
-    (0xFFA0, 0xFFA0),  # half-width Hangul filler
-    (0xE0100, 0xE01EF),  # variation selectors supplement
-)
-
-
-def is_hidden(char: str) -> bool:
-    """Whether ``char`` is a character a person cannot see (see the module docstring); U+0020 is not."""
-    if char == " ":
-        return False
-    point = ord(char)
-    if any(low <= point <= high for low, high in _BLANK_RANGES):
-        return True
-    category = unicodedata.category(char)
-    return category in _HIDDEN_CATEGORIES or category == "Zs"
-
-
-def describe(char: str) -> str:
-    """``U+200B ZERO WIDTH SPACE``: a character named for an error message."""
-    return f"U+{ord(char):04X} {unicodedata.name(char, 'unnamed character')}"
 
 
 def normalise_username(raw: str) -> str:
@@ -72,8 +50,8 @@ def normalise_username(raw: str) -> str:
 
 def visible_username(name: str) -> str:
     """``name`` with each hidden character written out as ``⟨U+200B⟩``, for lists of accounts made before the rule
-    (such a name must not look like another)."""
-    return "".join(f"⟨U+{ord(char):04X}⟩" if is_hidden(char) else char for char in name)
+    (such a name must not look like another): :func:`studio.services.text.visible_text`'s rule for names."""
+    return visible_text(name, name=True)
 
 
 def throttle_key(name: str) -> str:
@@ -83,3 +61,50 @@ def throttle_key(name: str) -> str:
         return unicodedata.normalize("NFKC", name).strip().casefold()
     except UnicodeError:
         return name.strip().casefold()
+
+
+@functools.cache
+def _spoof_checker() -> Any:
+    """ICU's spoof checker (UTS #39) set to Unicode's "highly restrictive" level: one script per name, or Latin with
+    Chinese, Japanese or Korean; digits of one numbering system. Built once (ICU loads its data)."""
+    import icu
+
+    checker = icu.SpoofChecker()
+    checker.setRestrictionLevel(icu.URestrictionLevel.HIGHLY_RESTRICTIVE)
+    checker.setChecks(icu.USpoofChecks.RESTRICTION_LEVEL | icu.USpoofChecks.MIXED_NUMBERS)
+    return checker
+
+
+def skeleton(name: str) -> str:
+    """``name``'s confusables skeleton (UTS #39): equal for two names that look alike (``аnnotator01`` with a
+    Cyrillic ``а`` and ``annotator01`` are both ``annotatorOl``; ``rn`` and ``m`` are one)."""
+    return str(_spoof_checker().getSkeleton(0, name))
+
+
+def _scripts(name: str) -> list[str]:
+    """The scripts of ``name``'s letters, in order of first use (Common and Inherited left out)."""
+    import icu
+
+    found = (str(icu.Script.getScript(char).getName()) for char in name)
+    return list(dict.fromkeys(script for script in found if script not in ("Common", "Inherited")))
+
+
+def check_new_username(name: str, existing: Iterable[str]) -> None:
+    """Refuse a new account's canonical ``name`` (:func:`normalise_username`'s) that could pass for another:
+    ``InvalidInput`` when it mixes scripts or numbering systems, ``Conflict`` naming the look-alike when its
+    :func:`skeleton` equals that of a name in ``existing`` (the stored usernames; an equal name is the caller's
+    "already exists")."""
+    if _spoof_checker().check(name):
+        scripts = _scripts(name)
+        mixed = f"letters of {' and '.join(scripts)}" if len(scripts) > 1 else "digits of two numbering systems"
+        raise InvalidInput(
+            f"username: “{name}” mixes {mixed}, so it can pass for another name; use one script "
+            "(Chinese, Japanese or Korean may go with Latin)"
+        )
+    shape = skeleton(name)
+    twin = next((other for other in existing if other != name and skeleton(other) == shape), None)
+    if twin is not None:
+        raise Conflict(
+            f"username: “{name}” looks like the existing user “{visible_username(twin)}” (Unicode counts their "
+            "characters as look-alikes); choose a name that reads differently"
+        )

@@ -30,6 +30,7 @@ from studio.ui.tables import (
     TALLY_COLUMNS,
     VERSION_COLUMNS,
     display_frame,
+    shown,
 )
 
 
@@ -70,7 +71,9 @@ def _tally_rows(campaigns: list[dict[str, Any]]) -> tuple[pd.DataFrame, pd.DataF
                     }
                 )
         comments.extend({"campaign": campaign["campaign"], **comment} for comment in campaign["comments"])
-    return (display_frame(tallies, TALLY_COLUMNS), pd.DataFrame.from_records(comments, columns=COMMENT_COLUMNS))
+    # comments are shown whole (their column wraps), invisible characters written out like every other cell
+    shown_comments = pd.DataFrame.from_records(comments, columns=COMMENT_COLUMNS).map(shown)
+    return (display_frame(tallies, TALLY_COLUMNS), shown_comments)
 
 
 def _shown_tags(tags: Any) -> dict[str, Any]:

@@ -1,6 +1,7 @@
 """How the Curate page states decisions: a scenario's status with the rule that made it, the crowd's classification
 and what the workflow did with it, and what Publish would publish and why. Pure functions (no Gradio, no session);
-every text from data is escaped (:func:`studio.ui.render.escape_text`) or goes into a text-only table."""
+every text from data is escaped (:func:`studio.ui.render.escape_text`) or goes into a text-only table, invisible
+characters written out (:func:`studio.services.text.visible_text`) either way."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pandas as pd
 from studio.rules import QUOTA_RULE
 from studio.services.aggregation import AggregationSummary
 from studio.services.publishing import PublishPreview
+from studio.services.text import visible_text
 from studio.ui.render import escape_text
 
 #: The publish preview's columns as the page heads them.
@@ -61,7 +63,7 @@ def status_html(detail: Mapping[str, Any]) -> str:
 
 def preview_frame(preview: PublishPreview) -> pd.DataFrame:
     """The scenarios Publish would publish, one row each: id, published subtask, who decided, why (text only)."""
-    rows = [{name: str(getattr(row, name)) for name in PREVIEW_COLUMNS} for row in preview.rows]
+    rows = [{name: visible_text(str(getattr(row, name))) for name in PREVIEW_COLUMNS} for row in preview.rows]
     frame = pd.DataFrame.from_records(rows, columns=list(PREVIEW_COLUMNS))
     return frame.rename(columns=PREVIEW_COLUMNS)
 

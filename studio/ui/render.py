@@ -13,44 +13,39 @@ import html
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from studio.services.text import marker, visible_text
+
 #: Characters that html.escape leaves alone but a template engine would interpret.
 _TEMPLATE_ENTITIES = {"$": "&#36;", "{": "&#123;", "}": "&#125;", "`": "&#96;", "\\": "&#92;"}
-#: Invisible characters that change how text reads: bidi embeddings, overrides and isolates (U+202A–U+202E,
-#: U+2066–U+2069), marks (U+200E/F, U+061C) and zero-width ones (U+200B/C, U+2060, U+FEFF, U+180E). Shown as a
-#: visible ⟨U+202E⟩ so ``abc\u202eexe.txt`` reads as what it is. U+200D (zero-width joiner) is left alone: emoji
-#: sequences (👨‍👩‍👧) are made of it.
-INVISIBLE_CHARS = frozenset(
-    [chr(code) for code in range(0x202A, 0x202F)]
-    + [chr(code) for code in range(0x2066, 0x206A)]
-    + ["\u200e", "\u200f", "\u061c", "\u200b", "\u200c", "\u2060", "\ufeff", "\u180e"]
-)
-#: How an invisible character is written out: ``⟨U+202E⟩``.
-_VISIBLE = {ord(char): f"⟨U+{ord(char):04X}⟩" for char in INVISIBLE_CHARS}
-#: One str.translate table for both (C speed: a cut text is 20,000 characters, a "show all" may be millions).
-_INERT = {ord(char): entity for char, entity in _TEMPLATE_ENTITIES.items()} | {
-    code: f'<span class="h2h-invisible">{label}</span>' for code, label in _VISIBLE.items()
-}
+_TEMPLATE_TABLE = {ord(char): entity for char, entity in _TEMPLATE_ENTITIES.items()}
+
+
+def _invisible_span(char: str) -> str:
+    """An invisible character as the page draws it: its ``⟨U+202E⟩`` marker, highlighted."""
+    return f'<span class="h2h-invisible">{marker(char)}</span>'
+
 
 ROLE_LABELS = {"user": "User", "assistant": "Companion"}
 
 
 def escape_text(text: Any) -> str:
-    """Return ``text`` as inert HTML: every markup and template character escaped, newlines as ``<br>``, and the
-    invisible characters of :data:`INVISIBLE_CHARS` shown as ``⟨U+202E⟩``.
+    """Return ``text`` as inert HTML: every markup and template character escaped, newlines as ``<br>``, and every
+    character a person cannot see shown as a highlighted ``⟨U+202E⟩`` (the studio's one rule:
+    :func:`studio.services.text.visible_text`).
 
     ``None`` renders as the empty string; any other value is converted with ``str`` first.
     """
     if text is None:
         return ""
-    escaped = html.escape(str(text), quote=True)
-    escaped = escaped.translate(_INERT)
+    escaped = html.escape(str(text), quote=True).translate(_TEMPLATE_TABLE)
+    escaped = visible_text(escaped, shown=_invisible_span)  # markup and markers hold no invisible character
     return escaped.replace("\r\n", "\n").replace("\r", "\n").replace("\n", "<br>")
 
 
 def visible_controls(text: str) -> str:
-    """``text`` with each invisible character of :data:`INVISIBLE_CHARS` written as ``⟨U+202E⟩`` (plain text, for a
-    label the page shows as text: ``abc\u202eexe.txt`` would otherwise read "abctxt.exe")."""
-    return text.translate(_VISIBLE)
+    """``text`` with each invisible character written as ``⟨U+202E⟩`` (plain text, for a label the page shows as text:
+    ``abc\u202eexe.txt`` would otherwise read "abctxt.exe"): :func:`studio.services.text.visible_text`."""
+    return visible_text(text)
 
 
 def escape_attribute(text: Any) -> str:
@@ -58,8 +53,6 @@ def escape_attribute(text: Any) -> str:
     characters escaped; the browser reads the attribute back as ``text`` exactly."""
     return html.escape(str(text), quote=True).translate(_TEMPLATE_TABLE)
 
-
-_TEMPLATE_TABLE = {ord(char): entity for char, entity in _TEMPLATE_ENTITIES.items()}
 
 CONTEXT_LABELS = {
     "date": "Date",

@@ -1,9 +1,10 @@
 """How the Research tab shows results: display tables (formatted numbers, coverage per cell, readable headers) and
 notes that say what a table was computed for, which pickers it uses, and why it is partial or empty.
 
-Pure functions, no Gradio. Table cells are plain strings, shown as text by the page's tables; notes are HTML built
-from fixed markup with every piece of data (model, campaign, signature and judge names) escaped by
-``studio.ui.render.escape_text``, so nothing from the data becomes a link, a form or a template.
+Pure functions, no Gradio. Table cells are plain strings, shown as text by the page's tables, with model names'
+invisible characters written out (:func:`studio.services.text.visible_text`); notes are HTML built from fixed markup
+with every piece of data (model, campaign, signature and judge names) escaped by ``studio.ui.render.escape_text``,
+so nothing from the data becomes a link, a form or a template.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from pipeline.records import DIMENSION_OF_SUBTASK
 from studio.results.tables import TIE_COLUMN, table3_rule
 from studio.services.research import LeaderboardView
 from studio.services.research_quality import CalibrationView
+from studio.services.text import visible_text
 from studio.ui.render import escape_text
 
 #: The pickers above the sub-tabs, by the names the use cases take, with their labels on the page.
@@ -158,7 +160,7 @@ def leaderboard_display(view: LeaderboardView) -> pd.DataFrame:
     board = view.board
     texts, marked = cell_texts(board), set(partial_columns(board))
     items = board.counted.set_index("model") + board.pending.set_index("model")
-    shown: dict[str, list[str]] = {"model": texts["model"].tolist()}
+    shown: dict[str, list[str]] = {"model": [visible_text(str(model)) for model in texts["model"]]}
     for column in COLUMNS[1:]:
         if int(items[column].sum()) == 0:  # no model has an item here
             continue
@@ -204,7 +206,7 @@ def table3_display(frame: pd.DataFrame) -> pd.DataFrame:
     shown = {
         TABLE3_HEADERS.get(column, column): [formats.get(column, number)(value) for value in frame[column]]
         if column not in ("variant", "model")
-        else [str(value) for value in frame[column]]
+        else [visible_text(str(value)) for value in frame[column]]
         for column in frame.columns
         if column != TIE_COLUMN
     }
@@ -229,7 +231,10 @@ def table3_note(choices: Mapping[str, Any], frame: pd.DataFrame) -> str:
 def instruction_display(frame: pd.DataFrame) -> pd.DataFrame:
     """Fig. 7's table with two decimals (empty where a model was never rated on a kind)."""
     return pd.DataFrame(
-        {str(column): [str(v) if column == "model" else number(v) for v in frame[column]] for column in frame.columns}
+        {
+            visible_text(str(column)): [visible_text(str(v)) if column == "model" else number(v) for v in frame[column]]
+            for column in frame.columns
+        }
     )
 
 

@@ -1,7 +1,11 @@
 """Tables for the page: use-case results turned into DataFrames of plain values for ``gr.Dataframe``.
 
 Long text is cut, nested values become JSON text, floats are rounded to 4 places, NaN is empty. The page shows every
-cell as text (``datatype="str"``: text nodes, never HTML or Markdown), so model names and dataset text stay inert.
+cell as text (``datatype="str"``: text nodes, never HTML or Markdown), so model names and dataset text stay inert;
+and every character a person cannot see (a right-to-left override, a zero-width space, a soft hyphen) is written out
+as ``⟨U+202E⟩`` by the studio's one rule (:func:`studio.services.text.visible_text`) — in :func:`display_frame`, and
+again, whatever a handler returns, in the table component itself (:func:`table`, :func:`show_as_text`), for every
+cell and header.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from studio.services.curation import Page
+from studio.services.text import visible_text
 from studio.usecases.queries import Paging
 
 #: Long text is cut in listing tables (the detail view shows it whole).
@@ -93,21 +98,28 @@ def _rounded(value: Any) -> Any:
     return value
 
 
+def shown(value: Any) -> Any:
+    """A cell or header as the page shows it: text with its invisible characters written out
+    (:func:`~studio.services.text.visible_text`); other values unchanged."""
+    return visible_text(value) if isinstance(value, str) else value
+
+
 def _display_cell(value: Any) -> Any:
     if hasattr(value, "item") and not isinstance(value, str):  # numpy scalars and arrays
         value = value.tolist()
     value = _rounded(value)
     if isinstance(value, dict | list | tuple):
         value = json.dumps(value, ensure_ascii=False, default=str)
-    return shorten(value)
+    return shorten(shown(value))
 
 
 def display_frame(rows: list[dict[str, Any]] | pd.DataFrame, columns: list[str] | None = None) -> pd.DataFrame:
-    """Rows as a DataFrame for display: long text cut, nested values as JSON text, floats rounded to 4 places."""
+    """Rows as a DataFrame for display: long text cut, nested values as JSON text, floats rounded to 4 places,
+    invisible characters written out (:func:`shown`) in cells and headers."""
     frame = rows.copy() if isinstance(rows, pd.DataFrame) else pd.DataFrame.from_records(rows, columns=columns)
     for column in frame.columns:
         frame[column] = frame[column].map(_display_cell)
-    return frame
+    return frame.rename(columns=shown)
 
 
 def table_page(found: Page, columns: list[str]) -> TablePage:
@@ -145,12 +157,12 @@ def scenario_list(found: Page) -> TablePage:
     user input's first :data:`LIST_TEXT_CHARS` characters."""
     rows = [
         {
-            "id": row["id"],
+            "id": shown(row["id"]),
             "status": str(row.get("status") or "pending").replace("_", " "),
-            "crowd": _crowd_cell(row),
-            "LLM": _llm_cell(row),
-            "flags": ", ".join(row.get("flags") or []),
-            "user input": shorten(row.get("user_input"), LIST_TEXT_CHARS),
+            "crowd": shown(_crowd_cell(row)),
+            "LLM": shown(_llm_cell(row)),
+            "flags": shown(", ".join(row.get("flags") or [])),
+            "user input": shorten(shown(row.get("user_input")), LIST_TEXT_CHARS),
         }
         for row in found.rows
     ]
@@ -164,15 +176,32 @@ def listed(shown: TablePage) -> Any:
     return fitted(shown.frame, max_chars=LIST_COLUMN_CHARS, texts=("user input",))
 
 
+def show_as_text(component: Any) -> Any:
+    """``component`` (a ``gr.Dataframe``) with every value a handler returns, however it was built, reaching the page
+    with its invisible characters written out (:func:`shown`, on each cell and header): the one place every table of
+    the studio passes through. Gradio's own postprocessing runs first, unchanged. (An instance attribute, not a
+    subclass: a ``gr.Dataframe`` subclass makes Gradio write a ``.pyi`` file beside this module at import.)"""
+    postprocess = component.postprocess
+
+    def postprocess_shown(value: Any) -> Any:
+        data = postprocess(value)
+        data.headers = [shown(header) for header in data.headers]
+        data.data = [[shown(cell) for cell in row] for row in data.data]
+        return data
+
+    component.postprocess = postprocess_shown
+    return component
+
+
 def table(
     label: str, elem_id: str, columns: list[str] | None = None, *, wrap: bool = False, pinned_columns: int | None = None
 ) -> Any:
-    """A read-only table whose cells are shown as plain text (``columns``: the headers shown while empty; ``wrap``:
-    long cells and headers wrap instead of widening their column; ``pinned_columns``: that many leading columns stay
-    in view while the table scrolls sideways)."""
+    """A read-only table whose cells are shown as plain text, invisible characters written out (``columns``: the
+    headers shown while empty; ``wrap``: long cells and headers wrap instead of widening their column;
+    ``pinned_columns``: that many leading columns stay in view while the table scrolls sideways)."""
     import gradio as gr
 
-    return gr.Dataframe(
+    component = gr.Dataframe(
         pd.DataFrame(columns=columns or [""]),
         label=label,
         elem_id=elem_id,
@@ -182,6 +211,7 @@ def table(
         wrap=wrap,
         pinned_columns=pinned_columns,
     )
+    return show_as_text(component)
 
 
 def column_widths(

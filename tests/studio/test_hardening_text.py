@@ -1,0 +1,240 @@
+"""Text that deceives the eye (issue 18, item 9): one rule shows every character a person cannot see as ``⟨U+202E⟩``
+wherever the studio shows a text or a name, names and ids holding one are refused at ingest, and a username that
+passes for another (mixed scripts, or the same UTS #39 confusables skeleton) is refused.
+
+Checked on the code before: the Curate lists, the Research tables and the audit log handed Gradio the raw U+202E
+(only the annotate page drew it); U+200D, U+00AD and U+2061–2064 passed even there; ``h2h ingest`` stored a model
+named ``m-a\\u202e``; ``annаtator01`` (a Cyrillic ``а``) was created beside ``annotator01``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+from sqlalchemy import Engine, func, select, update
+
+from studio.cli import build_cli
+from studio.db import read_session, write_session
+from studio.models import AuditLog, ResponseRow, ScenarioRow, UserPublic
+from studio.services.errors import Conflict, InvalidInput
+from studio.services.text import invisible_chars, name_problem, visible_text
+from studio.services.usernames import check_new_username, skeleton, visible_username
+from studio.ui import admin_views, curate_views, decision_views, research_views, tables
+from studio.ui.render import escape_text, render_item
+from studio.usecases import admin, curate
+from tests.studio.conftest import MODELS, write_run
+
+#: The characters the issue names, one of each kind: bidi override and isolate, marks, zero-width space, non-joiner
+#: and joiner, word joiner, the invisible operators, BOM, soft hyphen, a tag character, a control.
+DECEIVING = [
+    "\u202e", "\u202a", "\u2066", "\u2069", "\u200e", "\u200f", "\u061c", "\u200b", "\u200c", "\u200d", "\u2060",
+    "\u2061", "\u2062", "\u2063", "\u2064", "\ufeff", "\u00ad", "\U000e0041", "\x1b",
+]  # fmt: skip
+OVERRIDE = "\u202e"
+
+
+def marker(char: str) -> str:
+    return f"⟨U+{ord(char):04X}⟩"
+
+
+def cells(frame: pd.DataFrame) -> list[str]:
+    """Every header and cell of ``frame`` as text."""
+    return [str(column) for column in frame.columns] + [str(cell) for cell in frame.to_numpy().ravel()]
+
+
+def assert_shown(texts: list[str], char: str = OVERRIDE) -> None:
+    """``char`` appears only as its marker in ``texts``, and the marker is there."""
+    joined = "\n".join(texts)
+    assert char not in joined
+    assert marker(char) in joined
+
+
+# --- the rule ---------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("char", DECEIVING, ids=lambda char: f"U+{ord(char):04X}")
+def test_every_deceiving_character_is_written_out_in_text_and_in_html(char: str) -> None:
+    text = f"abc{char}txt.exe"
+    assert visible_text(text) == f"abc{marker(char)}txt.exe"
+    assert invisible_chars(text) == [char]
+    assert escape_text(text) == f'abc<span class="h2h-invisible">{marker(char)}</span>txt.exe'
+    assert visible_text(visible_text(text)) == visible_text(text)  # idempotent: a marker hides nothing
+
+
+def test_what_people_write_stays_as_written() -> None:
+    family, rainbow, sinhala = "👨\u200d👩\u200d👧", "🏳\ufe0f\u200d🌈", "ශ්\u200dරී"  # joiners that join
+    for text in (family, rainbow, sinhala, "中文　全角，标点。", "tab\tand\nlines", "café e\u0301", "x\ufe0f"):
+        assert visible_text(text) == text
+    assert visible_text("a\u200db") == "a⟨U+200D⟩b"  # a joiner between letters joins nothing: shown
+
+
+def test_names_take_the_stricter_rule() -> None:
+    assert visible_text("gpt\u00a0x", name=True) == "gpt⟨U+00A0⟩x"  # a no-break space in a name
+    assert visible_username("annotator01\u200d") == "annotator01⟨U+200D⟩"
+    assert name_problem("demo-warm-companion") is None and name_problem("模型 A") is None
+    why = name_problem(f"m-a{OVERRIDE}")
+    assert why is not None and "U+202E RIGHT-TO-LEFT OVERRIDE" in why and "m-a⟨U+202E⟩" in why
+
+
+# --- where texts are shown --------------------------------------------------------------------------------------
+
+
+def test_the_annotate_page_shows_the_characters_it_let_through(corpus: Engine) -> None:
+    content = {"user_input": "soft\u00adhyphen f\u2061(x) a\u200db", "response": {"text": "ok\u2064"}}
+    html = render_item(content)
+    for char in ("\u00ad", "\u2061", "\u200d", "\u2064"):
+        assert char not in html and marker(char) in html
+
+
+def test_every_table_component_writes_out_what_any_handler_returns() -> None:
+    import gradio as gr
+
+    with gr.Blocks():
+        component = tables.table("t", "h2h-test-table", ["model"])
+    data = component.postprocess(pd.DataFrame({f"m{OVERRIDE}": [f"gpt{OVERRIDE}4", 1.5, None]}))
+    assert data.headers == ["m⟨U+202E⟩"]
+    assert data.data == [["gpt⟨U+202E⟩4"], [1.5], [None]]
+
+
+def _legacy_texts(engine: Engine) -> None:
+    """Texts stored before the rule: a user input, a response's model name, an audit entry's actor and reason."""
+    with write_session(engine) as session:
+        session.execute(update(ScenarioRow).where(ScenarioRow.id == "dlg-1").values(user_input=f"abc{OVERRIDE}txt.exe"))
+        session.execute(update(ResponseRow).where(ResponseRow.model == MODELS[0]).values(model=f"m-a{OVERRIDE}"))
+        session.add(
+            AuditLog(
+                actor=f"cura{OVERRIDE}tor",
+                action="scenario.decide",
+                entity="scenario",
+                entity_id="dlg-1",
+                detail={"reason": f"fine{OVERRIDE}", "before": "pending", "after": "accepted"},
+            )
+        )
+
+
+def test_the_curate_lists_and_audit_logs_hand_gradio_the_markers(corpus: Engine, users: dict[str, UserPublic]) -> None:
+    _legacy_texts(corpus)
+    with read_session(corpus) as session:
+        scenarios = tables.scenario_list(curate.browse_scenarios(session, caller=users["curator"]))
+        responses = tables.table_page(
+            curate.browse_responses(session, caller=users["curator"]), tables.RESPONSE_COLUMNS
+        )
+        detail_audit = curate_views.audit_frame(curate.audit_entries(session, caller=users["admin"]))
+        admin_audit = admin_views.audit_page(admin.audit_log(session, caller=users["admin"]))
+    assert_shown(cells(scenarios.frame))
+    assert "abc⟨U+202E⟩txt.exe" in cells(scenarios.frame)
+    assert_shown(cells(responses.frame))
+    assert "m-a⟨U+202E⟩" in cells(responses.frame)
+    for frame in (detail_audit, admin_audit.frame):
+        assert_shown(cells(frame))
+        assert "cura⟨U+202E⟩tor" in cells(frame)
+
+
+def test_the_research_tables_and_decisions_hand_gradio_the_markers() -> None:
+    model = f"m-a{OVERRIDE}"
+    table3 = pd.DataFrame({"variant": ["with_sap"], "model": [model], "responses": [3], "safety": [4.5]})
+    fig7 = pd.DataFrame({"model": [model], "implicit_help": [3.25]})
+    assert_shown(cells(research_views.table3_display(table3)))
+    assert_shown(cells(research_views.instruction_display(fig7)))
+    hidden = "\u2063"  # INVISIBLE SEPARATOR: the annotate page's old list let it through
+    status = {"status": "rejected", "decided_by": f"cura{hidden}tor", "reason": f"see{OVERRIDE}"}
+    html = decision_views.status_html({"status": status, "ingested": {}})
+    assert hidden not in html and OVERRIDE not in html
+    assert marker(hidden) in html and marker(OVERRIDE) in html
+
+
+# --- ingest refuses names nobody can read -----------------------------------------------------------------------
+
+
+def _rename_first(path: Path, field: str, value: str) -> None:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    record = json.loads(lines[0])
+    record[field] = value
+    lines[0] = json.dumps(record, ensure_ascii=False)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def _stored(engine: Engine) -> int:
+    with read_session(engine) as session:
+        return int(session.execute(select(func.count()).select_from(ScenarioRow)).scalar_one())
+
+
+def test_ingest_refuses_a_model_name_and_a_scenario_id_holding_a_bidi_control(tmp_path: Path) -> None:
+    run = write_run(tmp_path / "run")
+    _rename_first(run.responses, "model", f"m-a{OVERRIDE}")
+    _rename_first(run.scenarios, "id", "dlg\u200b-1")
+    database = f"sqlite:///{tmp_path / 'studio.sqlite'}"
+    result = CliRunner().invoke(build_cli(), ["ingest", "--run", str(run.root), "--db", database])
+    assert result.exit_code == 1
+    assert f"{run.responses}:1: model: holds an invisible or direction-changing character (U+202E" in result.output
+    assert f"{run.scenarios}:1: id: holds an invisible or direction-changing character (U+200B" in result.output
+    assert "m-a⟨U+202E⟩" in result.output and OVERRIDE not in result.output
+    from studio.db import create_db_engine
+
+    engine = create_db_engine(database)
+    try:
+        assert _stored(engine) == 0
+    finally:
+        engine.dispose()
+
+
+def test_ingest_curation_refuses_a_judge_name_holding_a_bidi_control(tmp_path: Path) -> None:
+    from studio.curation_ingest import read_refine_dir
+    from studio.ingest import IngestError
+    from tests.studio.curation_run import write_refine_dir
+
+    folder = write_refine_dir(tmp_path / "refine")
+    prescreen = folder.prescreen
+    _rename_first(prescreen, "judge_model", f"judge{OVERRIDE}")
+    with pytest.raises(IngestError) as caught:
+        read_refine_dir(folder.root)
+    assert [(problem.path, problem.line, problem.field) for problem in caught.value.problems] == [
+        (str(prescreen), 1, "judge_model")
+    ]
+
+
+def test_a_scenario_id_holding_an_invisible_character_is_never_stored(engine: Engine) -> None:
+    from studio.ingest import ingest_scenarios
+    from tests.studio.helpers import make_scenarios
+
+    scenario = make_scenarios()[0].model_copy(update={"id": f"dlg{OVERRIDE}-1"})
+    with pytest.raises(InvalidInput, match=r"^id: holds an invisible .*U\+202E"), write_session(engine) as session:
+        ingest_scenarios(session, [scenario], actor="test")
+    assert _stored(engine) == 0
+
+
+# --- usernames that pass for another ----------------------------------------------------------------------------
+
+
+def test_the_skeleton_is_unicodes_for_known_look_alikes() -> None:
+    assert skeleton("\u0430nnotator01") == skeleton("annotator01")  # Cyrillic а
+    assert skeleton("p\u0430yp\u0430l") == skeleton("paypal")
+    assert skeleton("rn") == skeleton("m")
+    assert skeleton("annotator0l") == skeleton("annotator01")  # l and 1
+    assert skeleton("adm\u0131n") == skeleton("admin")  # dotless ı
+    assert skeleton("annotator02") != skeleton("annotator01")
+    assert skeleton("李雷") != skeleton("李蕾")
+
+
+@pytest.mark.parametrize(
+    ("name", "refused", "says"),
+    [
+        ("ann\u0430tator01", InvalidInput, "mixes letters of Latin and Cyrillic"),  # the issue's example
+        ("\u0440\u0430\u0440\u0430", Conflict, "looks like the existing user “papa”"),  # all Cyrillic: рара
+        ("annotator0l", Conflict, "looks like the existing user “annotator01”"),
+        ("x\u0663", InvalidInput, "mixes"),  # Arabic-Indic digit in a Latin name
+    ],
+)
+def test_a_name_that_passes_for_another_is_refused_naming_it(name: str, refused: type, says: str) -> None:
+    with pytest.raises(refused) as caught:
+        check_new_username(name, ["annotator01", "papa", "admin"])
+    assert str(caught.value).startswith(f"username: “{name}”") and says in str(caught.value)
+
+
+@pytest.mark.parametrize("name", ["annotator02", "Annotator01", "李雷", "山田たろう", "José María", "Алексей", "rita"])
+def test_distinct_names_are_still_accepted(name: str) -> None:
+    check_new_username(name, ["annotator01", "papa", "admin"])
