@@ -35,7 +35,8 @@ SHORTCUTS_HELP = (
     "quickly, **1** then **0**) in the question you are on, else in the first unanswered one; a multiple-choice "
     "question takes several digits in a row (each ticks or unticks). Once every question is answered (revising an "
     "answer), digits go to the question the last digit went to, else to the first one. **Tab** moves between "
-    "questions, **Enter** submits (in a number box too), **S** skips (not while typing in a text box)."
+    "questions, **Enter** submits (in a number box too), **S** skips (not while typing in a text box, nor while the "
+    "answer just submitted is on its way)."
 )
 
 #: Each option's key written before its label (``1 · Keep``), counted in the order the keys count (a CSS counter, so
