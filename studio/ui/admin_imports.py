@@ -16,6 +16,26 @@ from studio.usecases import imports
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
 
 
+def uploads_only(paths: list[str] | None, folder: Path) -> list[str]:
+    """``paths`` when each is a regular file inside ``folder`` (the studio's upload folder), links resolved; else
+    ``gr.Error`` naming the field, and nothing is read.
+
+    Defence in depth behind ``studio.web.sessions.GradioGate``, which lets an event name only files its caller
+    uploaded: Gradio itself reads any path an event names (for a mounted app it checks none).
+    """
+    import gradio as gr
+
+    root = folder.resolve()
+    for path in paths or []:
+        try:
+            real = Path(path).resolve()
+        except (ValueError, OSError):  # a NUL, a path no file can have
+            real = root
+        if not real.is_relative_to(root) or real == root or not real.is_file():
+            raise gr.Error("file: not an upload of yours; upload the file again", duration=10, print_exception=False)
+    return list(paths or [])
+
+
 class ImportsPanel:
     """The components of the import part and the handlers that fill them."""
 
@@ -40,6 +60,8 @@ class ImportsPanel:
             type="filepath",
             elem_id="h2h-import-files",
         )
+        # Gradio's cache of this studio (GRADIO_TEMP_DIR as the component was built): where its uploads land.
+        self.upload_folder = Path(self.upload.GRADIO_CACHE)
         self.import_problems = gr.HTML(elem_id="h2h-import-problems", js_on_load=None)
         self.import_summary = gr.HTML(elem_id="h2h-import-summary", js_on_load=None)
         with gr.Row():
@@ -63,7 +85,7 @@ class ImportsPanel:
         import gradio as gr
 
         def on_check(paths: list[str] | None, previous: Any, request: gr.Request) -> list[Any]:
-            received = [UploadedFile(Path(path).name, Path(path)) for path in paths or []]
+            received = [UploadedFile(Path(path).name, Path(path)) for path in uploads_only(paths, self.upload_folder)]
             with reading(self.open_context, request) as (session, caller):
                 imports.cancel_upload(caller=caller, staged=previous)
                 check = imports.check_upload(

@@ -5,8 +5,17 @@ read that page's event results from ``queue/data`` (or cancel its events), and a
 under its cache by URL (a researcher's export, by an annotator). :class:`GradioGate` sits in front of the mounted UI:
 
 - **sessions**: the first signed-in person to use a ``session_hash`` (its ``queue/join``, ``queue/data``,
-  ``heartbeat``, ``cancel``, and the direct ``run/``, ``api/`` and ``call/`` routes ...) owns it; the same hash from
-  anyone else is refused (403) before Gradio sees it;
+  ``heartbeat``, ``stream/``, ``cancel``, and the direct ``run/``, ``api/`` and ``call/`` routes ...) owns it; the same
+  hash from anyone else is refused (403) before Gradio sees it. A request naming a session must name exactly one: the
+  gate and Gradio read different places (Gradio takes the *last* query value, and the body over the query), so a
+  request naming the session more than once — twice in the query, or in the query and the body, or in the path and
+  anywhere else — is refused 400 whatever the values. A request naming a session without a live sign-in is refused
+  401 before any stream is opened (Gradio's ``heartbeat`` and ``cancel`` routes have no sign-in check of their own);
+- **files sent back**: Gradio reads any ``{"path": ...}`` object in an event (a ``gradio.FileData``) as a file on the
+  server, and for a mounted app it checks nothing (its own check waits for ``launch()``): a forged path would make
+  the import page read any file. Every such object anywhere in a request's JSON body must name a file this caller
+  uploaded (an upload's paths are recorded for its uploader) inside the studio's Gradio cache; anything else is
+  refused 403 before Gradio sees it. A multipart body is taken only by Gradio's upload routes (415 elsewhere);
 - **inputs**: an event whose inputs hold what the store cannot take (a NUL character, a lone surrogate, a number past
   the store's ids) is refused 422, naming the input, as the REST API refuses them — not a driver error deep inside;
 - **sessions ended meanwhile**: a page whose sign-in an admin ended (deactivated, password reset, sessions revoked)
@@ -36,20 +45,26 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import parse_qs
+from urllib.parse import parse_qsl
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
 from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studio.services.text import unstorable
 from studio.web.deps import token_from_request
 from studio.web.middleware import UI_PATH
+from studio.web.uploads import UPLOAD_ROUTES
 
 GRADIO_API = f"{UI_PATH}/gradio_api/"
 FILE_PREFIXES = tuple(f"{UI_PATH}{api}{route}" for api in ("/gradio_api", "") for route in ("/file=", "/file/"))
 HEARTBEAT = f"{GRADIO_API}heartbeat/"
+#: Routes whose path names a page session (``heartbeat/{hash}``, ``stream/{hash}/{run}/...``).
+SESSION_PATHS = (HEARTBEAT, f"{GRADIO_API}stream/")
+NOT_YOUR_FILE = "file: not an upload of yours; upload the file again"
+MORE_THAN_ONE_SESSION = "session: the request names more than one page session"
 #: The routes of a page's events: with a session that ended meanwhile they still reach the handlers, which say so.
 EVENT_ROUTES = (f"{GRADIO_API}queue/join", f"{GRADIO_API}queue/data", HEARTBEAT)
 #: Where the gate leaves the username it resolved for a request (``request.state``), for Gradio's sign-in check.
@@ -100,6 +115,11 @@ def token_digest(scope: Scope) -> str | None:
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest() if token else None
 
 
+def is_multipart(scope: Scope) -> bool:
+    """Whether the request's body is a form (``multipart/…``): only Gradio's upload routes take one."""
+    return Headers(scope=scope).get("content-type", "").lower().startswith("multipart/")
+
+
 def names_session_in_body(scope: Scope) -> bool:
     """Whether the request's body may name the session it acts for: every POST to Gradio's API but an upload.
 
@@ -110,26 +130,78 @@ def names_session_in_body(scope: Scope) -> bool:
     return scope.get("method") == "POST" and not scope["path"].endswith("/upload")
 
 
+class Refused(Exception):
+    """A request the gate answers itself: ``status`` and a ``detail`` saying what to do."""
+
+    def __init__(self, status: int, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+
+
+def _one_session_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object; refused when it names ``session_hash`` twice (the gate and Gradio would each read one)."""
+    if sum(1 for key, _value in pairs if key == "session_hash") > 1:
+        raise Refused(400, MORE_THAN_ONE_SESSION)
+    return dict(pairs)
+
+
 def json_body(body: bytes | None) -> dict[str, Any] | None:
-    """The request's body as a JSON object (a Gradio event), parsed once for the checks below; None when it is none."""
+    """The request's body as a JSON object (a Gradio event), parsed once for the checks below; None when it is none.
+
+    Raises :class:`Refused`: 422 for JSON nested too deeply for the parser (``RecursionError``, which Gradio's own
+    parsing would turn into a 500), 400 for an object naming ``session_hash`` twice."""
     if not body:
         return None
     try:
-        parsed = json.loads(body)
+        parsed = json.loads(body, object_pairs_hook=_one_session_key)
+    except RecursionError:
+        raise Refused(422, "body: the JSON is nested too deeply; send the event as the page does") from None
     except ValueError:
         return None  # not a Gradio event: Gradio's own validation answers it
     return parsed if isinstance(parsed, dict) else None
 
 
 def session_hash_of(scope: Scope, event: dict[str, Any] | None) -> str | None:
-    """The ``session_hash`` a Gradio request names: in its query, its heartbeat path, or its JSON body."""
-    if scope["path"].startswith(HEARTBEAT):
-        return str(scope["path"][len(HEARTBEAT) :]) or None
-    query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
-    if query.get("session_hash"):
-        return str(query["session_hash"][0])
-    named = (event or {}).get("session_hash")
-    return str(named) if named else None
+    """The one ``session_hash`` a Gradio request names — in its path (``heartbeat/``, ``stream/``), its query (every
+    value), or its JSON body — or None (an empty one names none). :class:`Refused` (400) when it names more than one,
+    equal or not: Gradio reads the last query value and the body, an earlier gate read the first."""
+    named = []
+    for prefix in SESSION_PATHS:
+        if scope["path"].startswith(prefix):
+            named.append(scope["path"][len(prefix) :].split("/", 1)[0])
+    # As Starlette parses a query (latin-1, blanks kept): the gate sees every value Gradio could pick.
+    query = parse_qsl(scope.get("query_string", b"").decode("latin-1"), keep_blank_values=True)
+    named += [value for key, value in query if key == "session_hash"]
+    if event is not None and event.get("session_hash") is not None:
+        named.append(str(event["session_hash"]))
+    if len(named) > 1:
+        raise Refused(400, MORE_THAN_ONE_SESSION)
+    return (named[0] or None) if named else None
+
+
+def file_paths(event: dict[str, Any] | None) -> list[str]:
+    """Every ``path`` of a file object (a dict with a string ``path``: how Gradio recognises a ``FileData``) anywhere
+    in a request's JSON body, in order; walked without recursion (the body may be deep)."""
+    found: list[str] = []
+    pending: list[Any] = [event]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            if isinstance(value.get("path"), str):
+                found.append(value["path"])
+            pending.extend(value.values())
+        elif isinstance(value, list):
+            pending.extend(value)
+    return found
+
+
+def _real(path: str) -> str | None:
+    """``path`` with every link resolved; None for a string no file can have (a NUL, an unencodable character)."""
+    try:
+        return os.path.realpath(path)
+    except (ValueError, OSError):
+        return None
 
 
 def unstorable_input(event: dict[str, Any] | None) -> str | None:
@@ -172,7 +244,8 @@ class GradioGate:
         self.cache_dir = os.path.realpath(cache_dir)
         self.sessions = Owners()
         self.tokens = Owners()  # session hash -> digests of the tokens its page was signed in with
-        self.files = Owners()
+        self.files = Owners()  # every cached file handed to someone: what they may download
+        self.uploads = Owners()  # the files each person uploaded: what they may send back in an event
         self._cached_path = re.compile(re.escape(self.cache_dir).encode() + rb"/[^\"\\/]+/[^\"\\]+")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -183,33 +256,58 @@ class GradioGate:
         if not path.startswith(GRADIO_API):
             await self.app(scope, receive, send)
             return
+        try:
+            scope, receive, send = await self._checked(scope, receive, send)
+        except Refused as refused:
+            await JSONResponse({"detail": refused.detail}, status_code=refused.status)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+    async def _checked(self, scope: Scope, receive: Receive, send: Send) -> tuple[Scope, Receive, Send]:
+        """The request as Gradio may see it (its body replayed, its answer recorded), or :class:`Refused`."""
+        path = scope["path"]
         event = None
         if names_session_in_body(scope):
+            if path not in UPLOAD_ROUTES and is_multipart(scope):
+                raise Refused(415, "body: this route takes a JSON event, not a form")
             body, receive = await read_body(receive)
             event = json_body(body)
         refused = unstorable_input(event)
         if refused:
-            await JSONResponse({"detail": refused}, status_code=422)(scope, receive, send)
-            return
+            raise Refused(422, refused)
         session_hash = session_hash_of(scope, event)
+        sent_files = file_paths(event)
         username = None
-        if session_hash or path.endswith("/upload"):
-            username = await run_in_threadpool(self.caller_name, Request(scope))
-            if username is None and session_hash:
-                username = self._signed_out_owner(scope, session_hash)
-            # Gradio's own sign-in check of this request reads it here instead of asking the store again.
-            scope.setdefault("state", {})[RESOLVED_CALLER] = username
+        if session_hash or sent_files or path.endswith("/upload"):
+            username = await self._caller(scope, session_hash)
+            if username is None and (session_hash or sent_files):
+                raise Refused(401, "authorization: sign in first (the request carries no live session)")
         if session_hash and username and not self.sessions.claim(session_hash, username):
-            detail = "session: this page belongs to another sign-in; reload the page"
-            await JSONResponse({"detail": detail}, status_code=403)(scope, receive, send)
-            return
+            raise Refused(403, "session: this page belongs to another sign-in; reload the page")
+        if username and not all(self._uploaded(sent, username) for sent in sent_files):
+            raise Refused(403, NOT_YOUR_FILE)
         if session_hash and username and (digest := token_digest(scope)):
             self.tokens.grant(session_hash, digest)
         if username and (path == f"{GRADIO_API}queue/data" or path.endswith("/upload")):
             # Read as sent: Gradio compresses what a client accepts compressed (Brotli), which would hide the paths.
             scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]}
-            send = self._recording(send, username)
-        await self.app(scope, receive, send)
+            send = self._recording(send, username, upload=path.endswith("/upload"))
+        return scope, receive, send
+
+    async def _caller(self, scope: Scope, session_hash: str | None) -> str | None:
+        """The request's caller (or the owner of a page signed out meanwhile), left for Gradio's sign-in check."""
+        username = await run_in_threadpool(self.caller_name, Request(scope))
+        if username is None and session_hash:
+            username = self._signed_out_owner(scope, session_hash)
+        # Gradio's own sign-in check of this request reads it here instead of asking the store again.
+        scope.setdefault("state", {})[RESOLVED_CALLER] = username
+        return username
+
+    def _uploaded(self, sent: str, username: str) -> bool:
+        """Whether ``sent`` (a path an event names) is a file ``username`` uploaded, inside the studio's cache."""
+        real = _real(sent)
+        inside = real is not None and real.startswith(self.cache_dir + os.sep)
+        return inside and real is not None and self.uploads.owns(real, username)
 
     def _signed_out_owner(self, scope: Scope, session_hash: str) -> str | None:
         """The owner of a page whose sign-in ended, for an event of that page sent with the token it was signed in
@@ -222,13 +320,17 @@ class GradioGate:
             return None
         return next(iter(owners))
 
-    def _recording(self, send: Send, username: str) -> Send:
-        """``send`` that grants ``username`` every cached file path the response names."""
+    def _recording(self, send: Send, username: str, *, upload: bool) -> Send:
+        """``send`` that grants ``username`` every cached file path the response names (as uploads of theirs too,
+        for an ``upload``: those they may send back in an event)."""
+        records = (self.files, self.uploads) if upload else (self.files,)
 
         async def recording_send(message: Message) -> None:
             if message["type"] == "http.response.body":
                 for found in self._cached_path.findall(message.get("body", b"")):
-                    self.files.grant(os.path.realpath(found.decode("utf-8", "replace")), username)
+                    real = os.path.realpath(found.decode("utf-8", "replace"))
+                    for record in records:
+                        record.grant(real, username)
             await send(message)
 
         return recording_send
