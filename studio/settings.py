@@ -47,6 +47,14 @@ class Settings(BaseSettings):
     #: Largest upload the admin page's scenario import takes (all its files together, in bytes); the studio takes no
     #: other upload. The REST import is bounded by ``max_request_bytes`` as every API body is.
     max_upload_bytes: int = Field(default=32 * 1024 * 1024, gt=0)
+    #: ``h2h studio``: how long a client may take to send a request's head (request line and headers), counted from
+    #: when it connected or its previous answer; then 408 and the connection is closed.
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    #: How long a request body may pause between two of its pieces; then 408 and the connection is closed.
+    body_timeout_seconds: float = Field(default=30.0, gt=0)
+    #: ``h2h studio``: how many connections one client address may hold open at once; one more is answered 429 and
+    #: closed (the reverse proxies of ``forwarded_allow_ips`` are not counted).
+    max_connections_per_address: int = Field(default=64, gt=0)
 
 
 def get_settings(**overrides: Any) -> Settings:

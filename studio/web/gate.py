@@ -2,16 +2,18 @@
 
 :class:`RequestGate` sits in front of every route of the studio (the API, the pages and Gradio's routes alike):
 
-- a body declared (``Content-Length``) over ``Settings.max_request_bytes`` answers 413 before a byte of it is read; a
-  body sent without a length (chunked) is counted as it arrives and cut with 413 once it passes the limit. Uploads
-  (Gradio's upload routes, any multipart POST under ``/ui``) pass on to :class:`studio.web.uploads.UploadGate`, which
-  does the same for them with the admin page's import limit (``Settings.max_upload_bytes``) and lets only those who
-  may import send one;
-- a request with a body to any route but the sign-in and sign-out forms must carry a session token (the API: a
-  Bearer header; the pages and Gradio: the ``h2h_session`` cookie or a Bearer header), else 401 before its body is
-  read. A body larger than :data:`SMALL_BODY`, or of unknown length, is read only once the token is found live in
-  the store (one read); a small one goes on to its route, which resolves the caller anyway (so the answering hot
-  path costs no extra query).
+- a request with a body to any route but the sign-in and sign-out forms must carry a *live* session token (the API:
+  a Bearer header; the pages and Gradio: the ``h2h_session`` cookie or a Bearer header), else 401 before a byte of its
+  body is read, whatever its size. A made-up token costs one store lookup; a token the store confirmed live within
+  :data:`LIVE_SECONDS` is believed without one (:class:`LiveTokens`), so the answering hot path costs no extra query
+  — and the route resolves its caller again anyway, so a token revoked meanwhile is still refused there;
+- a body declared (``Content-Length``) over ``Settings.max_request_bytes`` answers 413 before a byte of it is read;
+  every body is then read under guard (:class:`studio.web.bodies.GuardedBody`): cut with 413 once it passes the
+  limit (a chunked one), 422 once its JSON nests deeper than :data:`studio.web.bodies.MAX_JSON_DEPTH` levels, 408
+  when its next piece does not come within ``Settings.body_timeout_seconds`` — answered ``{"detail": ...}`` whatever
+  the route would have said. Uploads (Gradio's upload routes, any multipart POST under ``/ui``) pass on to
+  :class:`studio.web.uploads.UploadGate`, which does the same for them with the admin page's import limit
+  (``Settings.max_upload_bytes``) and lets only those who may import send one.
 
 Uvicorn reads a body only as the application asks for it (pausing the socket past 64 KiB), so a refused body never
 reaches memory. The refusal closes the connection (the unread body cannot be skipped).
@@ -19,23 +21,33 @@ reaches memory. The refusal closes the connection (the unread body cannot be ski
 
 from __future__ import annotations
 
+import hashlib
+import time
+from collections import OrderedDict
+
 from fastapi import Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from studio.services.errors import StoreUnavailable
+from studio.web.bodies import MAX_JSON_DEPTH, GuardedBody
 from studio.web.deps import token_from_request
-from studio.web.middleware import ResponseStarted, has_live_session, limited_receive, too_large_detail
+from studio.web.middleware import token_is_live, too_large_detail
 from studio.web.uploads import is_upload
 
 #: Routes anyone may send a body to: the sign-in forms, and the sign-out form (which only drops a cookie without one).
 PUBLIC_BODY_ROUTES = frozenset({"/login", "/logout", "/api/v1/login"})
 API_PATH = "/api/"
-#: A body up to this size, with a token, goes on to its route unchecked: the route resolves its caller anyway.
-SMALL_BODY = 64 * 1024
+#: How long a token the store confirmed live is believed by the gate without asking again (seconds).
+LIVE_SECONDS = 60.0
+#: While the store cannot be asked, a token it confirmed within this long is still believed by the gate (seconds):
+#: the route then says "the database is unavailable ... retry" in its own words (``studio.web.faults``).
+OUTAGE_SECONDS = 300.0
+#: Bodies that are not JSON to any route (forms): their depth is not scanned.
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/")
 
 
 def declared_length(headers: Headers) -> int | None:
@@ -49,56 +61,97 @@ def has_body(headers: Headers) -> bool:
     return bool(declared_length(headers)) or "transfer-encoding" in headers
 
 
-def carries_token(scope: Scope) -> bool:
-    """Whether the request names a session token the way its route reads one (the API: Bearer only)."""
+def session_token(scope: Scope) -> str | None:
+    """The session token the request's route reads (the API: a Bearer header only; else cookie, then Bearer)."""
     request = Request(scope)
     if scope["path"].startswith(API_PATH):
-        return request.headers.get("authorization", "").lower().startswith("bearer ")
-    return token_from_request(request) is not None
+        scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+        token = credentials.strip() if scheme.lower() == "bearer" else ""
+        return token or None
+    return token_from_request(request)
+
+
+class LiveTokens:
+    """Digests of the tokens the store confirmed live within ``seconds``; at most ``size``, the oldest dropped.
+
+    Used by the event loop only (no lock). A digest, not the token: the table holds nothing that signs anyone in.
+    """
+
+    def __init__(self, *, seconds: float = LIVE_SECONDS, size: int = 10_000) -> None:
+        self.seconds = seconds
+        self.size = size
+        self._confirmed: OrderedDict[bytes, float] = OrderedDict()
+
+    @staticmethod
+    def _key(token: str) -> bytes:
+        return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+
+    def believed(self, token: str, *, within: float | None = None) -> bool:
+        """Whether the store confirmed ``token`` within ``within`` seconds (default: ``seconds``)."""
+        confirmed = self._confirmed.get(self._key(token))
+        limit = self.seconds if within is None else within
+        return confirmed is not None and time.monotonic() - confirmed <= limit
+
+    def confirm(self, token: str) -> None:
+        """The store just said ``token`` is a live session's."""
+        key = self._key(token)
+        self._confirmed[key] = time.monotonic()
+        self._confirmed.move_to_end(key)
+        while len(self._confirmed) > self.size:
+            self._confirmed.popitem(last=False)
 
 
 class RequestGate:
-    """ASGI middleware: see the module docstring. ``limit`` bounds every body but an upload's."""
+    """ASGI middleware: see the module docstring. ``limit`` bounds every body but an upload's; ``idle_seconds`` (None:
+    no bound) is the longest wait for the next piece of a body."""
 
-    def __init__(self, app: ASGIApp, *, engine: Engine, limit: int) -> None:
+    def __init__(self, app: ASGIApp, *, engine: Engine, limit: int, idle_seconds: float | None = None) -> None:
         self.app = app
         self.engine = engine
         self.limit = limit
+        self.idle_seconds = idle_seconds
+        self.live = LiveTokens()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not has_body(Headers(scope=scope)) or is_upload(scope):
             await self.app(scope, receive, send)  # the lifespan scope too: it has no headers
             return
-        limit = self.limit
-        declared = declared_length(Headers(scope=scope))
-        if declared is not None and declared > limit:
-            await self._refuse(413, too_large_detail(limit), scope, receive, send)
+        headers = Headers(scope=scope)
+        declared = declared_length(headers)
+        if declared is not None and declared > self.limit:
+            await self._refuse(413, too_large_detail(self.limit), scope, receive, send)
             return
-        if scope["path"] not in PUBLIC_BODY_ROUTES and not await self._known(scope, declared):
+        if scope["path"] not in PUBLIC_BODY_ROUTES and not await self._live(scope):
             await self._refuse(
                 401, "authorization: sign in first (the request carries no live session)", scope, receive, send
             )
             return
-        await self._bounded(scope, limited_receive(receive, limit, too_large_detail(limit)), send)
+        is_form = headers.get("content-type", "").lower().startswith(FORM_TYPES)
+        guard = GuardedBody(
+            limit=self.limit,
+            too_large=too_large_detail(self.limit),
+            json_depth=None if is_form else MAX_JSON_DEPTH,
+            idle_seconds=self.idle_seconds,
+        )
+        await guard.run(self.app, scope, receive, send)
 
-    async def _bounded(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The request with its body bounded: a 413 raised where no application turns it into a response (a
-        middleware reading the body) is answered here, unless an answer has started."""
-        response = ResponseStarted(send)
-        try:
-            await self.app(scope, receive, response.send)
-        except StarletteHTTPException as error:
-            if response.started or error.status_code != 413:
-                raise
-            await self._refuse(413, str(error.detail), scope, receive, send)
-
-    async def _known(self, scope: Scope, declared: int | None) -> bool:
-        """Whether the caller may send this body: a token at all, and a live one for a large or unbounded body."""
-        if not carries_token(scope):
+    async def _live(self, scope: Scope) -> bool:
+        """Whether the request carries a live session token: believed (:class:`LiveTokens`), else one lookup."""
+        token = session_token(scope)
+        if token is None:
             return False
-        if declared is not None and declared <= SMALL_BODY:
+        if self.live.believed(token):
             return True
-        return await run_in_threadpool(has_live_session, self.engine, Request(scope))
+        try:
+            live = await run_in_threadpool(token_is_live, self.engine, token)
+        except StoreUnavailable:
+            if self.live.believed(token, within=OUTAGE_SECONDS):
+                return True  # the route says the store is unavailable, in its words
+            raise  # studio.web.faults answers it
+        if not live:
+            return False
+        self.live.confirm(token)
+        return True
 
     @staticmethod
     async def _refuse(status: int, detail: str, scope: Scope, receive: Receive, send: Send) -> None:

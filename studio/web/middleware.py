@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studio.services.errors import ServiceError, StoreUnavailable
+from studio.usecases.context import RequestContext
 from studio.web.deps import request_context
 
 UI_PATH = "/ui"
@@ -83,8 +84,13 @@ class BodySizeLimit:
 
 def has_live_session(engine: Engine, request: Request) -> bool:
     """Whether the request carries a live session token (one read session)."""
+    return token_is_live(engine, request_context(engine, request).token)
+
+
+def token_is_live(engine: Engine, token: str | None) -> bool:
+    """Whether ``token`` is a live session's (one read session); ``StoreUnavailable`` when the store cannot say."""
     try:
-        with request_context(engine, request).reading():
+        with RequestContext(engine, token).reading():
             return True
     except StoreUnavailable:
         raise  # not "signed out": the store cannot say (studio.web.faults answers it)

@@ -5,14 +5,18 @@ Gradio has no per-component upload permission: its ``/gradio_api/upload`` route 
 component server and recording route parse into memory) takes files from anyone signed in, up to its app-wide
 ``max_file_size`` per file. :class:`UploadGate` sits in front of the mounted UI: a multipart POST, or a POST to an
 upload route, is refused — before a byte of its body is read — without a live session (401), for a caller whom
-``AdminPolicy.import_scenarios`` refuses (403), or with a declared length over the limit (413); a streamed body is
-counted as it arrives and refused once it passes the limit. Every other request passes through untouched.
+``AdminPolicy.import_scenarios`` refuses (403), or with a declared length over the limit (413), each answered
+``{"detail": ...}``. The body is then read under guard (:class:`studio.web.bodies.GuardedBody`): a streamed one is
+counted as it arrives and refused with 413 once it passes the limit, and one that stalls with 408. Such a refusal, or
+a client going away mid-upload, reaches Gradio's upload parser as its own parse error, so it deletes the partial
+files it wrote in the studio's cache: a refused upload leaves nothing behind. Every other request passes through
+untouched.
 """
 
 from __future__ import annotations
 
 from fastapi import Request
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
@@ -20,8 +24,9 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studio.policies import AdminPolicy, is_allowed
 from studio.services.errors import ServiceError
+from studio.web.bodies import GuardedBody
 from studio.web.deps import request_context
-from studio.web.middleware import UI_PATH, limited_receive
+from studio.web.middleware import UI_PATH
 
 #: Gradio's routes that write uploaded files (under the UI's mount path).
 UPLOAD_ROUTES = frozenset({f"{UI_PATH}/gradio_api/upload", f"{UI_PATH}/gradio_api/process_recording"})
@@ -47,12 +52,14 @@ def may_upload(engine: Engine, request: Request) -> int:
 
 
 class UploadGate:
-    """ASGI middleware: see the module docstring. ``limit`` is the largest upload (all files of one request)."""
+    """ASGI middleware: see the module docstring. ``limit`` is the largest upload (all files of one request);
+    ``idle_seconds`` (None: no bound) the longest wait for the next piece of it."""
 
-    def __init__(self, app: ASGIApp, engine: Engine, limit: int) -> None:
+    def __init__(self, app: ASGIApp, engine: Engine, limit: int, idle_seconds: float | None = None) -> None:
         self.app = app
         self.engine = engine
         self.limit = limit + MULTIPART_OVERHEAD
+        self.idle_seconds = idle_seconds
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if not is_upload(scope):
@@ -65,7 +72,10 @@ class UploadGate:
         if status != 200:
             await self._refuse(status, scope, receive, send)
             return
-        await self.app(scope, limited_receive(receive, self.limit, self._too_large()), send)
+        guard = GuardedBody(
+            limit=self.limit, too_large=self._too_large(), json_depth=None, idle_seconds=self.idle_seconds
+        )
+        await guard.run(self.app, scope, receive, send)
 
     def _too_large(self) -> str:
         return f"upload: larger than {self.limit - MULTIPART_OVERHEAD} bytes (H2H_MAX_UPLOAD_BYTES)"
@@ -76,4 +86,4 @@ class UploadGate:
             403: "upload: your role may not upload files (only scenario imports take files)",
             413: self._too_large(),
         }.get(status, "upload: refused")
-        await PlainTextResponse(text, status_code=status)(scope, receive, send)
+        await JSONResponse({"detail": text}, status_code=status, headers={"Connection": "close"})(scope, receive, send)
