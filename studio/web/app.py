@@ -37,6 +37,7 @@ from studio.web.deps import RecentCallers, request_context
 from studio.web.faults import GRADIO_STATUS, StoreFaultGuard, add_store_fault_handlers
 from studio.web.gate import RequestGate
 from studio.web.middleware import UI_PATH, LoginRedirectMiddleware
+from studio.web.queue_limit import QUEUE_SIZE, QueueLimit
 from studio.web.sessions import RESOLVED_CALLER, GradioGate
 from studio.web.uploads import MULTIPART_OVERHEAD, UploadGate
 
@@ -66,17 +67,20 @@ def caller_name(engine: Engine, request: Any, recent: RecentCallers | None = Non
 
 
 def _ui_blocks(engine: Engine, settings: Settings) -> Any:
-    """The Gradio UI over ``engine``: a form for every bundled workflow and every campaign's schema snapshot."""
+    """The Gradio UI over ``engine``: a form for every bundled workflow and every campaign's schema snapshot; its
+    queue bounded (:data:`studio.web.queue_limit.QUEUE_SIZE` events) and the only way in for its events."""
     from studio.ui.app import build_ui, form_schemas
 
     with read_session(engine) as session:
         snapshots = schema_snapshots(session)
-    return build_ui(
+    blocks = build_ui(
         open_context=partial(request_context, engine),
         schemas=form_schemas(snapshots),
         limits=AnswerLimits.from_settings(settings),
         upload_limit_bytes=settings.max_upload_bytes,
     )
+    # A bounded queue (studio.web.queue_limit), and no direct run/ or api/ calls that would skip it.
+    return blocks.queue(api_open=False, max_size=QUEUE_SIZE)
 
 
 #: How often Gradio's cache is swept, and the age past which its files (downloads, uploads) are removed (seconds).
@@ -99,10 +103,19 @@ def gradio_temp_dir(folder: Path) -> Iterator[None]:
 
 
 def work_directory(app: FastAPI) -> Path:
-    """A private temporary directory for this studio (Gradio's cache under it), removed when ``app`` is."""
+    """A private temporary directory for this studio (Gradio's cache under it), removed when ``app`` is, when the
+    process exits, or by :func:`remove_work_directory` (``h2h studio`` on its way out, SIGTERM included)."""
     folder = Path(tempfile.mkdtemp(prefix="h2h-studio-"))
-    weakref.finalize(app, shutil.rmtree, folder, ignore_errors=True)
+    app.state.work_directory = folder
+    app.state.remove_work_directory = weakref.finalize(app, shutil.rmtree, folder, ignore_errors=True)
     return folder
+
+
+def remove_work_directory(app: FastAPI) -> None:
+    """Remove ``app``'s :func:`work_directory` now (once; nothing when it has none)."""
+    remove = getattr(app.state, "remove_work_directory", None)
+    if remove is not None:
+        remove()
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -116,8 +129,9 @@ def create_app(settings: Settings) -> FastAPI:
     app.add_middleware(GradioGate, caller_name=partial(caller_name, engine, recent=recent), cache_dir=str(cache))
     app.add_middleware(SameOriginMiddleware)  # Gradio's event routes take no CSRF token of their own
     app.add_middleware(LoginRedirectMiddleware, engine=engine)
-    app.add_middleware(UploadGate, engine=engine, limit=settings.max_upload_bytes)  # the admin page's import only
-    app.add_middleware(RequestGate, engine=engine, limit=settings.max_request_bytes)
+    idle = settings.body_timeout_seconds  # the longest pause between two pieces of a body
+    app.add_middleware(UploadGate, engine=engine, limit=settings.max_upload_bytes, idle_seconds=idle)  # imports only
+    app.add_middleware(RequestGate, engine=engine, limit=settings.max_request_bytes, idle_seconds=idle)
     app.add_middleware(StoreFaultGuard)  # outside every layer that reads the store
     # Added last, so outermost: a 403 from the same-origin check and the redirect carry the headers too.
     app.add_middleware(SecurityHeadersMiddleware, headers=security_headers(hsts=settings.cookie_secure is True))
@@ -137,7 +151,8 @@ def create_app(settings: Settings) -> FastAPI:
 
 
 def mount_ui(app: FastAPI, blocks: Any, *, engine: Engine, settings: Settings, recent: RecentCallers) -> FastAPI:
-    """``blocks`` mounted at ``/ui`` in ``app``, Gradio's sign-in check resolving the caller in the store."""
+    """``blocks`` mounted at ``/ui`` in ``app``, Gradio's sign-in check resolving the caller in the store, each
+    person's pending events bounded (:class:`studio.web.queue_limit.QueueLimit`)."""
     import gradio as gr
 
     from studio.ui.app import UI_CSS, UI_HEAD
@@ -168,6 +183,10 @@ def mount_ui(app: FastAPI, blocks: Any, *, engine: Engine, settings: Settings, r
         mcp_server=False,
         css=UI_CSS,
         head=UI_HEAD,
+    )
+    # Inside Gradio's app, after the gate: one person's pending events are bounded (studio.web.queue_limit).
+    gradio_app(mounted).add_middleware(
+        QueueLimit, queue_of=lambda: blocks._queue, caller_name=partial(caller_name, engine, recent=recent)
     )
     return mounted
 
