@@ -253,6 +253,17 @@ def test_one_event_at_a_time_is_never_refused(studio: str) -> None:
             assert completed(annotator, session_hash, joined.json()["event_id"])["success"] is True
 
 
+def test_the_direct_routes_cannot_skip_the_queue(studio: str) -> None:
+    """Gradio's run/ and api/ routes ran a handler at once, outside the queue and its per-person bound (open by
+    default off Hugging Face Spaces); the studio closes them for its queued events."""
+    with signed_in(studio, "annotator01") as annotator:
+        body = refresh_event(annotator, uuid.uuid4().hex)
+        for route in ("run/predict", "api/predict"):
+            reply = annotator.post(f"/ui/gradio_api/{route}", json=body)
+            assert reply.status_code == 404, (route, reply.status_code, reply.text[:200])
+            assert "join the queue" in reply.text
+
+
 def _join_when_drained(client: httpx.Client, body: dict[str, Any], *, tries: int = 300) -> str:
     for _ in range(tries):
         reply = client.post(JOIN, json=body)
