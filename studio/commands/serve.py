@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -9,14 +10,35 @@ import click
 
 from studio.commands.options import open_store
 
+#: How long a stop (Ctrl+C, SIGTERM) waits for open requests and streams before it cancels them (seconds).
+GRACEFUL_STOP_SECONDS = 5
+
 
 def server_config(app: Any, *, host: str, port: int) -> Any:
-    """The uvicorn configuration the studio is served with. uvicorn's own proxy-header handling is off: by default it
-    believes ``X-Forwarded-For`` from loopback, which would let anyone on the machine pick the address the login
-    throttle counts. The app believes proxy headers only from ``Settings.forwarded_allow_ips``."""
-    import uvicorn
+    """The uvicorn configuration the studio is served with.
 
-    return uvicorn.Config(app, host=host, port=port, log_level="warning", proxy_headers=False)
+    uvicorn's own proxy-header handling is off: by default it believes ``X-Forwarded-For`` from loopback, which would
+    let anyone on the machine pick the address the login throttle counts. The app believes proxy headers only from
+    ``Settings.forwarded_allow_ips``. Connections are guarded (:mod:`studio.web.transport`: a head timeout and a cap
+    per address) with the settings ``app`` was built with (``app.state.settings``; the defaults for another app).
+    """
+    from studio.settings import get_settings
+    from studio.web.transport import guarded_config
+
+    settings = getattr(app.state, "settings", None) or get_settings()
+    return guarded_config(
+        app,
+        host=host,
+        port=port,
+        settings=settings,
+        log_level="warning",
+        proxy_headers=False,
+        timeout_graceful_shutdown=GRACEFUL_STOP_SECONDS,
+    )
+
+
+def _exit_on_sigterm(_signal: int, _frame: Any) -> None:
+    raise SystemExit(0)  # unwinds like Ctrl+C does, so the ``finally`` of :func:`serve` cleans up
 
 
 def serve(database_url: str, host: str, port: int, forwarded_allow_ips: str | None = None) -> None:
@@ -25,15 +47,21 @@ def serve(database_url: str, host: str, port: int, forwarded_allow_ips: str | No
     import uvicorn
 
     from studio.settings import get_settings
-    from studio.web.app import create_app
+    from studio.web.app import create_app, remove_work_directory
 
     overrides = {"forwarded_allow_ips": forwarded_allow_ips} if forwarded_allow_ips is not None else {}
     settings = get_settings(database_url=database_url, **overrides)
     with open_store(settings.database_url):  # migrate (or say why the store cannot be opened) before serving
         pass
+    # SIGTERM stops the studio as Ctrl+C does: uvicorn shuts down gracefully, then raises the signal again with the
+    # handler it found — by default SIGTERM's, which kills the process before any cleanup. This one exits instead.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
     app = create_app(settings)
-    click.echo(f"H2HTalk Studio on http://{host}:{port}/ (sign in at /login; Ctrl+C stops)", err=True)
-    uvicorn.Server(server_config(app, host=host, port=port)).run()
+    try:
+        click.echo(f"H2HTalk Studio on http://{host}:{port}/ (sign in at /login; Ctrl+C stops)", err=True)
+        uvicorn.Server(server_config(app, host=host, port=port)).run()
+    finally:
+        remove_work_directory(app)  # the studio's temporary files (Gradio's cache, uploads, exports)
 
 
 @click.command("studio")

@@ -164,7 +164,9 @@ class GuardedBody:
             try:
                 message = await asyncio.wait_for(receive(), self.idle_seconds)
             except TimeoutError:
-                raise self._refuse(TOO_SLOW, f"body: no part of it came for {self.idle_seconds:g} seconds") from None
+                raise self._refuse(
+                    TOO_SLOW, f"body: its next part did not arrive within {self.idle_seconds:g} s; send it again"
+                ) from None
         if message["type"] == "http.disconnect" and not self.complete:
             raise self._refuse(GONE, "body: the client went away before sending all of it")
         if message["type"] == "http.request":

@@ -46,7 +46,7 @@ def too_many_connections(limit: int) -> bytes:
 
 
 def head_too_slow(seconds: float) -> bytes:
-    return raw_response(408, "Request Timeout", f"request: its head did not arrive within {seconds:g} seconds")
+    return raw_response(408, "Request Timeout", f"request: its head did not arrive within {seconds:g} s; send it again")
 
 
 class ConnectionCap:
@@ -154,7 +154,8 @@ class _GuardedConnection(asyncio.Protocol):
 
     def _head_too_slow(self) -> None:
         self._head_timer = None
-        if self._answering() or self._guard_transport.is_closing():
+        handed_on = self._guard_transport.get_protocol() is not self  # upgraded (a WebSocket): not HTTP any more
+        if handed_on or self._answering() or self._guard_transport.is_closing():
             return
         if self._refused or not self._head_begun:
             self._guard_transport.close()  # it said nothing: nothing to answer
