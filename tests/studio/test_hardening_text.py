@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -238,3 +239,62 @@ def test_a_name_that_passes_for_another_is_refused_naming_it(name: str, refused:
 @pytest.mark.parametrize("name", ["annotator02", "Annotator01", "李雷", "山田たろう", "José María", "Алексей", "rita"])
 def test_distinct_names_are_still_accepted(name: str) -> None:
     check_new_username(name, ["annotator01", "papa", "admin"])
+
+
+# --- what a live page receives ----------------------------------------------------------------------------------
+
+
+def _page_event(client: Any, elem_id: str) -> dict[str, Any]:
+    """Press ``elem_id`` the way the page does (queue/join with each input's value as the page starts, then the
+    event stream); the completed event's message."""
+    import uuid
+
+    config = client.get("/ui/config").json()
+    components = {entry["id"]: entry.get("props", {}) for entry in config["components"]}
+    [trigger] = [key for key, props in components.items() if props.get("elem_id") == elem_id]
+    [dependency] = [
+        entry for entry in config["dependencies"] if [trigger, "click"] in entry["targets"] and entry.get("backend_fn")
+    ]
+    session_hash = uuid.uuid4().hex
+    body = {"data": [components[key].get("value") for key in dependency["inputs"]], "fn_index": dependency["id"]}
+    body |= {"session_hash": session_hash, "trigger_id": trigger, "event_data": None}
+    assert client.post("/ui/gradio_api/queue/join", json=body).status_code == 200
+    with client.stream("GET", "/ui/gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:") and "process_completed" in line:
+                return dict(json.loads(line[len("data:") :]))
+    raise AssertionError("the event stream ended without a result")
+
+
+def test_a_live_curate_page_receives_the_markers_in_its_list_and_audit_log(tmp_path: Path) -> None:
+    import httpx
+
+    from studio.db import create_db_engine
+    from studio.services.auth import create_user
+    from studio.settings import get_settings
+    from studio.web.app import create_app
+    from tests.browser.store_fixture import PASSWORD, build_store
+    from tests.serving import serve_in_thread
+
+    store = build_store(tmp_path)
+    engine = create_db_engine(store.database_url)
+    with write_session(engine) as session:
+        create_user(session, username="cora", password=PASSWORD, role="curator")
+        first = session.execute(select(ScenarioRow.id).order_by(ScenarioRow.id)).scalars().first()
+        session.execute(update(ScenarioRow).where(ScenarioRow.id == first).values(user_input=f"abc{OVERRIDE}exe"))
+        reason = {"reason": f"see\u2062{OVERRIDE}"}
+        session.add(
+            AuditLog(actor="x", action="scenario.decide", entity="scenario", entity_id=str(first), detail=reason)
+        )
+    engine.dispose()
+    app = create_app(get_settings(database_url=store.database_url))
+    with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=60) as client:
+        assert client.post("/login", data={"username": "cora", "password": PASSWORD}).status_code == 303
+        listed = _page_event(client, "h2h-search")
+        audit = _page_event(client, "h2h-audit-refresh")
+    for done in (listed, audit):
+        assert done["success"] is True, done
+        table_value = json.dumps(done["output"]["data"][0], ensure_ascii=False)
+        assert OVERRIDE not in table_value and marker(OVERRIDE) in table_value
+    assert "abc⟨U+202E⟩exe" in json.dumps(listed["output"]["data"][0], ensure_ascii=False)
+    assert "see⟨U+2062⟩⟨U+202E⟩" in json.dumps(audit["output"]["data"][0], ensure_ascii=False)
