@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -102,6 +103,13 @@ def shown(value: Any) -> Any:
     """A cell or header as the page shows it: text with its invisible characters written out
     (:func:`~studio.services.text.visible_text`); other values unchanged."""
     return visible_text(value) if isinstance(value, str) else value
+
+
+def labelled(values: Iterable[str]) -> list[tuple[str, str]]:
+    """Dropdown choices for names from the data (models, campaigns, judges, versions): each labelled as shown
+    (:func:`shown`) and valued as stored, so a pick still names the thing itself:
+    ``gr.Dropdown(choices=labelled(names))``."""
+    return [(shown(value), value) for value in values]
 
 
 def _display_cell(value: Any) -> Any:

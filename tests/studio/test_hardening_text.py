@@ -298,3 +298,10 @@ def test_a_live_curate_page_receives_the_markers_in_its_list_and_audit_log(tmp_p
         assert OVERRIDE not in table_value and marker(OVERRIDE) in table_value
     assert "abc⟨U+202E⟩exe" in json.dumps(listed["output"]["data"][0], ensure_ascii=False)
     assert "see⟨U+2062⟩⟨U+202E⟩" in json.dumps(audit["output"]["data"][0], ensure_ascii=False)
+
+
+def test_dropdown_choices_are_labelled_as_shown_and_valued_as_stored() -> None:
+    assert tables.labelled(["demo-warm-companion", f"m-a{OVERRIDE}"]) == [
+        ("demo-warm-companion", "demo-warm-companion"),
+        ("m-a⟨U+202E⟩", f"m-a{OVERRIDE}"),
+    ]
