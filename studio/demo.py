@@ -18,6 +18,7 @@ import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from pipeline.jsonl import atomic_target
 from pipeline.paths import demo_dir
 from studio.policies import MANAGERS, ROLES
 
@@ -82,9 +83,8 @@ def copy_demo_inputs(run_dir: Path, source: Path | None = None) -> None:
             origin = source / name
             if not origin.exists():
                 raise FileNotFoundError(f"{origin}: the bundled demo data is missing")
-            temporary = target.with_suffix(".jsonl.tmp")
-            shutil.copyfile(origin, temporary)
-            temporary.replace(target)
+            with atomic_target(target) as temporary:
+                shutil.copyfile(origin, temporary)
 
 
 def run_demo_pipeline(run_dir: Path, *, workers: int = 1) -> tuple[int, int]:

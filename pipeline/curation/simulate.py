@@ -36,7 +36,7 @@ from pipeline.curation.simulate_plan import (
 )
 from pipeline.dataset import guess_language
 from pipeline.generation.base import Backend
-from pipeline.jsonl import JsonlAppender, read_records, repair_torn_tail, write_records
+from pipeline.jsonl import JsonlAppender, atomic_target, read_records, repair_torn_tail, write_records
 from pipeline.prompts import prompt_version
 from pipeline.records import Scenario, ScenarioTags, Turn
 
@@ -302,7 +302,6 @@ def diversity(out: SimulationDir) -> dict[str, object]:
 
 def write_diversity(out: SimulationDir) -> dict[str, object]:
     report = diversity(out)
-    temporary = out.diversity.with_suffix(".json.tmp")
-    temporary.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
-    temporary.replace(out.diversity)
+    with atomic_target(out.diversity) as temporary:
+        temporary.write_text(json.dumps(report, ensure_ascii=False, indent=2), encoding="utf-8")
     return report

@@ -16,9 +16,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
-import os
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.csvsafe import CSV_ENCODING, neutralise_cell
-from pipeline.jsonl import write_records
+from pipeline.jsonl import atomic_target, write_records
 
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".parquet")
 
@@ -54,17 +52,6 @@ def _json_safe(value: Any) -> Any:
     return value
 
 
-@contextmanager
-def _atomic_target(path: Path) -> Iterator[Path]:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp")
-    try:
-        yield temporary
-        os.replace(temporary, path)
-    finally:
-        temporary.unlink(missing_ok=True)
-
-
 def write_csv(frame: pd.DataFrame, path: Path) -> Path:
     """Write ``frame`` as CSV (UTF-8 with a byte-order mark) without its index, every text cell and header passed
     through :func:`neutralise_cell`. Returns ``path``."""
@@ -73,7 +60,7 @@ def write_csv(frame: pd.DataFrame, path: Path) -> Path:
     for column in safe.columns:
         if not pd.api.types.is_numeric_dtype(safe[column]) and not pd.api.types.is_bool_dtype(safe[column]):
             safe[column] = safe[column].map(neutralise_cell)
-    with _atomic_target(path) as temporary:
+    with atomic_target(path) as temporary:
         safe.to_csv(temporary, index=False, encoding=CSV_ENCODING, lineterminator="\n")
     return path
 
@@ -87,7 +74,7 @@ def write_jsonl(frame: pd.DataFrame, path: Path) -> Path:
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
     """Write ``frame`` as Parquet through pyarrow, without the index. Returns ``path``."""
-    with _atomic_target(path) as temporary:
+    with atomic_target(path) as temporary:
         frame.reset_index(drop=True).to_parquet(temporary, engine="pyarrow", index=False)
     return path
 

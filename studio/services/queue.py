@@ -277,13 +277,20 @@ def campaign_item(session: Session, campaign: CampaignState, item_id: int) -> An
 
 def skip_item(
     session: Session, *, campaign: str, user: UserPublic, item_id: int, lease_id: str, now: datetime | None = None
-) -> None:
-    """Release the caller's lease and put the item after all others for them."""
+) -> bool:
+    """Release the caller's lease and put the item after all others for them; True when skipped.
+
+    False, with nothing written, when the item was answered on this lease before the skip arrived (Enter then S).
+    """
     now = now or utc_now()
     found = open_campaign(session, campaign)
     campaign_item(session, found, item_id)
     lease = own_lease(session, found, user, item_id, lease_id)
-    release_lease(session, lease.id, at=now, outcome="skipped")  # only if still open: the UPDATE says so itself
+    if not release_lease(session, lease.id, at=now, outcome="skipped"):  # only if still open: the UPDATE says so
+        # Read after the release, which waited for a submit's row lock: on PostgreSQL too it sees what that committed.
+        released = lease_row(session, lease_id)
+        if released is not None and released.outcome == "answered":
+            return False  # the answer was stored first: nothing was skipped, and no Skip row reorders the queue
     skip = (
         session.execute(select(Skip).where(col(Skip.item_id) == item_id, col(Skip.user_id) == user.id))
         .scalars()
@@ -294,3 +301,4 @@ def skip_item(
     else:
         skip.skipped_at = now
     session.flush()
+    return True

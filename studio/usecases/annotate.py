@@ -23,7 +23,7 @@ from studio.services.answers import DEFAULT_MAX_SECONDS, ReviseResult, SubmitRes
 from studio.services.campaigns import CampaignSummary
 from studio.services.errors import NotFound
 from studio.services.queue import DEFAULT_LEASE_SECONDS, ItemView
-from studio.services.queue_rows import CampaignState, lease_row
+from studio.services.queue_rows import CampaignState
 from studio.settings import Settings
 
 
@@ -116,9 +116,7 @@ def skip(session: Session, *, caller: UserPublic, campaign: str, item_id: int, l
     PostgreSQL too (the release waits for the submit's row lock, and the next statement reads what it committed).
     """
     _answerable(session, caller, campaign)
-    queue.skip_item(session, campaign=campaign, user=caller, item_id=item_id, lease_id=lease_id)
-    lease = lease_row(session, lease_id)
-    return lease is None or lease.outcome != "answered"
+    return queue.skip_item(session, campaign=campaign, user=caller, item_id=item_id, lease_id=lease_id)
 
 
 def _submit_arguments(campaign: str, submission: Submission, limits: AnswerLimits) -> dict[str, Any]:

@@ -21,12 +21,13 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy import Engine
+from sqlalchemy import Engine, select
+from sqlmodel import col
 
 from pipeline.jsonl import atomic_target, write_records
 from studio.db import create_db_engine, read_session
 from studio.ingest import ingest_run
-from studio.models import CampaignPublic, UserPublic
+from studio.models import CampaignPublic, Skip, UserPublic
 from studio.services.answers import answer_by_submission_id
 from studio.settings import get_settings
 from studio.ui.annotate import ANSWERED_BEFORE_SKIP, AnnotateTab
@@ -116,6 +117,8 @@ def test_a_skip_arriving_after_the_save_keeps_the_answer_and_does_not_say_skippe
     assert answers_of(annotate_store, "annotator01") == [(shown_item(page).item_id, VOTE)]
     assert "Skipped." not in late_skip[4] and ANSWERED_BEFORE_SKIP in late_skip[4]
     assert shown_item(late_skip).item_id == shown_item(saved).item_id  # the next item, as after the save
+    with read_session(annotate_store) as session:  # no Skip row for the answered item (it would reorder the queue)
+        assert session.execute(select(Skip).where(col(Skip.item_id) == shown_item(page).item_id)).first() is None
     skipped = skip(tab, token, late_skip[0])  # a real skip still says so
     assert skipped[4].startswith('<div class="h2h-message h2h-info">Skipped.')
 
