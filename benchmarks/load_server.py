@@ -41,15 +41,18 @@ def build_app(database_url: str) -> FastAPI:
 
 
 def main() -> None:
-    """Serve :func:`build_app` with uvicorn until stopped (the way ``studio.commands.serve.serve`` runs it)."""
+    """Serve :func:`build_app` with uvicorn until stopped, configured as ``h2h studio`` configures it (the head
+    timeout and the connection cap per address of :mod:`studio.web.transport`)."""
     import uvicorn
+
+    from studio.commands.serve import server_config
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", required=True, help="store URL")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    uvicorn.run(build_app(args.db), host=args.host, port=args.port, log_level="warning")
+    uvicorn.Server(server_config(build_app(args.db), host=args.host, port=args.port)).run()
 
 
 if __name__ == "__main__":
