@@ -26,7 +26,7 @@ from studio.models.types import UTCDateTime, stored_id
 from studio.policies import ADMINS, ROLES, is_admin_role
 from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
 from studio.services.text import is_unicode
-from studio.services.usernames import normalise_username
+from studio.services.usernames import check_new_username, normalise_username
 
 DEFAULT_TOKEN_TTL_SECONDS = 7 * 24 * 3600
 
@@ -73,13 +73,15 @@ def check_password(password: str) -> str:
 
 
 def create_user(session: Session, *, username: str, password: str, role: str, actor: str = "system") -> UserPublic:
-    """Add a person; ``Conflict`` when the name is taken, ``InvalidInput`` for a bad name or role or an empty
-    password. The name is stored in its canonical form (:func:`normalise_username`)."""
+    """Add a person; ``Conflict`` when the name is taken or looks like a taken one, ``InvalidInput`` for a bad name
+    (mixed scripts included: :func:`check_new_username`) or role or an empty password. The name is stored in its
+    canonical form (:func:`normalise_username`)."""
     check_role(role)
     username = normalise_username(username)
     check_password(password)
     if session.exec(select(col(User.id)).where(col(User.username) == username)).first() is not None:
         raise Conflict(f"username: {username!r} already exists")
+    check_new_username(username, session.exec(select(col(User.username))).all())  # no look-alike of another
     user = User(username=username, role=role, password_hash=hash_password(password))
     session.add(user)
     session.flush()

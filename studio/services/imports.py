@@ -23,6 +23,7 @@ from pathlib import Path
 from pipeline.dataset import UPSTREAM_FILE_SUBTASKS, import_upstream, validate_file
 from pipeline.jsonl import RecordError, checked_lines, parse_json_line, validate_lines
 from pipeline.records import Scenario
+from studio.ingest import name_problems
 from studio.services.errors import InvalidInput
 
 STAGING_PREFIX = "h2h-import-"
@@ -177,7 +178,10 @@ def _read_scenario_file(path: Path, name: str, found: ReadImport, names: dict[st
     check = validate_file(path, "scenarios")
     found.problems.extend(_shown(problem, names) for problem in check.problems)
     if check.ok:
-        for number, scenario in validate_lines(path, Scenario)[0]:
+        numbered = validate_lines(path, Scenario)[0]
+        unnamed = name_problems(path, numbered)  # an id holding a character nobody can see, as h2h ingest refuses it
+        found.problems.extend(_shown(problem, names) for problem in unnamed)
+        for number, scenario in numbered if not unnamed else []:
             found.add(scenario, f"{name}:{number}")
         found.notes.append(f"{name}: scenario format, {check.records} scenario(s)")
 

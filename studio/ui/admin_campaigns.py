@@ -10,7 +10,7 @@ from studio.policies import ROLES
 from studio.services.campaigns import ASSIGNMENTS
 from studio.ui import admin_views as views
 from studio.ui.calls import OpenContext, reading, says_refusals, writing
-from studio.ui.tables import table
+from studio.ui.tables import labelled, table
 from studio.usecases import admin
 
 PRIVATE: dict[str, Any] = {"api_visibility": "private"}
@@ -103,7 +103,8 @@ class CampaignsPanel:
 
         overviews = admin.campaign_overviews(session, caller=caller)
         names = [overview.name for overview in overviews]
-        return [views.campaigns_frame(overviews), gr.Dropdown(choices=names, value=chosen if chosen in names else None)]
+        kept = chosen if chosen in names else None
+        return [views.campaigns_frame(overviews), gr.Dropdown(choices=labelled(names), value=kept)]
 
     def _on_campaigns(self) -> Any:
         import gradio as gr
@@ -224,6 +225,6 @@ class CampaignsPanel:
         return [
             *self.values(session, caller),
             gr.Dropdown(choices=workflows, value=workflows[0] if workflows else None),
-            *(gr.Dropdown(choices=values, value=[]) for values in (choices.subtasks, choices.languages)),
-            *(gr.Dropdown(choices=values, value=[]) for values in (choices.models, choices.variants)),
+            *(gr.Dropdown(choices=labelled(values), value=[]) for values in (choices.subtasks, choices.languages)),
+            *(gr.Dropdown(choices=labelled(values), value=[]) for values in (choices.models, choices.variants)),
         ]

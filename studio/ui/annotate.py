@@ -25,6 +25,7 @@ from typing import Any
 from studio.schemas import WorkflowSchema
 from studio.services.answers_mine import NOTHING_CHANGED
 from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, ServiceError
+from studio.services.text import visible_text
 from studio.ui.annotate_form import FormParts, build_form
 from studio.ui.annotate_keys import SHORTCUTS_HELP
 from studio.ui.annotate_views import Panel, panel_of, refusal_html
@@ -52,7 +53,7 @@ SHOWN, CHAT, PERSONA, PROGRESS, MESSAGE, CONTEXT, SHOW_ALL = range(7)
 
 def campaign_choices(campaigns: list[Any]) -> list[tuple[str, str]]:
     """Campaigns as (label, name) pairs for the picker."""
-    return [(f"{campaign.name} ({campaign.schema_name})", campaign.name) for campaign in campaigns]
+    return [(visible_text(f"{campaign.name} ({campaign.schema_name})"), campaign.name) for campaign in campaigns]
 
 
 class AnnotateTab:

@@ -271,7 +271,7 @@ class CurateTab:
 
         versions = views.versions_frame(curate.dataset_versions(session, caller=caller))
         names = versions["name"].tolist()
-        return [versions, gr.Dropdown(choices=names, value=names[0] if names else None)]
+        return [versions, gr.Dropdown(choices=tables.labelled(names), value=names[0] if names else None)]
 
     def _on_versions(self) -> Any:
         import gradio as gr
@@ -315,7 +315,7 @@ class CurateTab:
         first = tables.scenario_list(listed)
         return [
             *self._versions_values(session, caller),
-            gr.Dropdown(choices=[("all campaigns", ""), *[(name, name) for name in names]], value=""),
+            gr.Dropdown(choices=[("all campaigns", ""), *tables.labelled(names)], value=""),
             tables.listed(first),
             first.summary,
             first.page,

@@ -23,7 +23,7 @@ from studio.services.research_quality import METRIC_RANGES
 from studio.ui import research_views as views
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.downloads import DOWNLOAD_FORMATS, download_button, new_download_dir, ready, table_file
-from studio.ui.tables import display_frame, fitted, sized, table
+from studio.ui.tables import display_frame, fitted, labelled, sized, table
 from studio.usecases import research
 
 #: A handler's computation: (session, caller, the page's choices) -> the values of its outputs.
@@ -331,15 +331,15 @@ class ResearchTab:
         options = research.score_options(session, caller=caller)
         found = annotate.visible_campaigns(session, caller=caller, include_closed=True)
         values = [
-            gr.Dropdown(choices=choices, value=choices[0] if choices else None)
+            gr.Dropdown(choices=labelled(choices), value=choices[0] if choices else None)
             for choices in (options.variants, options.signatures, options.judges)
         ]
         for workflow, _elem_id, _label in CAMPAIGN_PICKERS.values():
             names = [campaign.name for campaign in found if workflow in (None, campaign.workflow_type)]
             if workflow is None:
-                values.append(gr.Dropdown(choices=names, value=names[0] if names else None))
+                values.append(gr.Dropdown(choices=labelled(names), value=names[0] if names else None))
             else:
-                values.append(gr.Dropdown(choices=[ALL_CAMPAIGNS, *names], value=ALL_CAMPAIGNS))
+                values.append(gr.Dropdown(choices=labelled([ALL_CAMPAIGNS, *names]), value=ALL_CAMPAIGNS))
         return values
 
     def load_outputs(self) -> list[Any]:

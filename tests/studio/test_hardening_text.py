@@ -28,6 +28,7 @@ from studio.ui import admin_views, curate_views, decision_views, research_views,
 from studio.ui.render import escape_text, render_item
 from studio.usecases import admin, curate
 from tests.studio.conftest import MODELS, write_run
+from tests.studio.test_admin import admin_api  # noqa: F401  (the admin API's fixture, used below)
 
 #: The characters the issue names, one of each kind: bidi override and isolate, marks, zero-width space, non-joiner
 #: and joiner, word joiner, the invisible operators, BOM, soft hyphen, a tag character, a control.
@@ -241,6 +242,68 @@ def test_distinct_names_are_still_accepted(name: str) -> None:
     check_new_username(name, ["annotator01", "papa", "admin"])
 
 
+# --- a look-alike username at both front doors (needs studio.services.auth.create_user to call check_new_username) --
+
+
+def test_a_look_alike_username_is_refused_by_the_cli_and_rest_and_distinct_names_still_work(
+    corpus: Engine, users: dict[str, UserPublic], db_url: str, tmp_path: Path
+) -> None:
+    import httpx
+    from fastapi import FastAPI
+
+    from studio.models import User
+    from studio.settings import get_settings
+    from studio.web.api import create_api
+    from tests.serving import serve_in_thread
+    from tests.studio.conftest import PASSWORD
+
+    def h2h(*args: str) -> Any:
+        return CliRunner().invoke(build_cli(), [*args, "--db", db_url], catch_exceptions=False)
+
+    assert h2h("users", "add", "annotator01", "--role", "annotator", "--password", "x").exit_code == 0
+    mixed = h2h("users", "add", "ann\u0430tator01", "--role", "annotator", "--password", "x")
+    assert mixed.exit_code == 1 and "username: “annаtator01” mixes letters of Latin and Cyrillic" in mixed.output
+    twin = h2h("users", "add", "annotator0l", "--role", "annotator", "--password", "x")
+    assert twin.exit_code == 1 and "looks like the existing user “annotator01”" in twin.output
+    assert h2h("users", "add", "annotator02", "--role", "annotator", "--password", "x").exit_code == 0
+
+    app = FastAPI()
+    app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
+    with serve_in_thread(app) as url, httpx.Client(base_url=f"{url}/api/v1", timeout=60) as client:
+        token = client.post("/login", json={"username": "admin", "password": PASSWORD}).json()["token"]
+        client.headers["Authorization"] = f"Bearer {token}"
+        for name in ("\u0430nnotator01", "\u0430dmin"):  # a Cyrillic а among Latin letters: mixed scripts
+            refused = client.post("/admin/users", json={"username": name, "role": "annotator", "password": "x"})
+            assert refused.status_code == 422, refused.text
+        look_alike = client.post("/admin/users", json={"username": "adm\u0131n", "role": "annotator", "password": "x"})
+        assert look_alike.status_code == 409 and "looks like the existing user “admin”" in look_alike.text
+        assert (
+            client.post("/admin/users", json={"username": "李雷", "role": "annotator", "password": "x"}).status_code
+            == 201
+        )
+    with read_session(corpus) as session:
+        names = set(session.execute(select(User.username)).scalars())
+    assert {"annotator01", "annotator02", "李雷"} <= names
+    assert not names & {"ann\u0430tator01", "annotator0l", "\u0430nnotator01", "\u0430dmin", "adm\u0131n"}
+
+
+def test_the_import_check_refuses_a_scenario_id_holding_a_bidi_control(
+    admin_api: str,  # noqa: F811  (the fixture imported above)
+    corpus: Engine,
+) -> None:
+    from tests.studio.test_admin import GOOD_LINES, client_for, post_files
+
+    lines = [GOOD_LINES[0], {**GOOD_LINES[1], "id": f"imp{OVERRIDE}-2"}]
+    text = "\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n"
+    with client_for(admin_api, "admin") as client:
+        refused = post_files(client, {"ids.jsonl": text}, confirm=False)
+    assert refused.status_code == 422, refused.text
+    [problem] = refused.json()["problems"]
+    assert problem.startswith("ids.jsonl:2: id: holds an invisible or direction-changing character (U+202E")
+    assert "imp⟨U+202E⟩-2" in problem
+    assert _stored(corpus) == 6  # the corpus's own, nothing imported
+
+
 # --- what a live page receives ----------------------------------------------------------------------------------
 
 
@@ -305,3 +368,20 @@ def test_dropdown_choices_are_labelled_as_shown_and_valued_as_stored() -> None:
         ("demo-warm-companion", "demo-warm-companion"),
         ("m-a⟨U+202E⟩", f"m-a{OVERRIDE}"),
     ]
+
+
+def test_the_campaign_forms_model_choices_are_labelled_as_shown(corpus: Engine, users: dict[str, UserPublic]) -> None:
+    """A model name stored before the rule is offered in the admin's new-campaign form written out, valued as stored."""
+    from studio.ui.admin_campaigns import CampaignsPanel
+
+    _legacy_texts(corpus)
+    with read_session(corpus) as session:
+        loaded = CampaignsPanel(open_context=None).load_values(session, users["admin"])  # type: ignore[arg-type]
+    model_choices = [
+        dropdown
+        for dropdown in loaded
+        if any(value == f"m-a{OVERRIDE}" for _label, value in getattr(dropdown, "choices", None) or [])
+    ]
+    assert len(model_choices) == 1
+    assert ("m-a⟨U+202E⟩", f"m-a{OVERRIDE}") in model_choices[0].choices
+    assert all(OVERRIDE not in label for label, _value in model_choices[0].choices)
