@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from tests.browser.annotate_store import serve_annotate_store
+from tests.browser.artifacts import save_screenshot
 from tests.browser.conftest import UI_WAIT_MS, Studio, chat_text, choose_campaign, settled, sign_in
 from tests.browser.test_annotate_page import message, stored, wait_for_answers
 
@@ -41,6 +42,7 @@ def test_enter_then_s_stores_the_answer_and_claims_no_skip(site: Studio, page: A
     settled(page)
     assert answer.values == {"verdict": "keep", "subtask_label": "dialogue_emotion"}
     assert "Skipped." not in message(page) and message(page).startswith("Saved.")
+    save_screenshot(page, "annotate-annotator-enter-then-s-saved")
     assert chat_text(page) != first_item  # the next item, which S did not skip either
     page.keyboard.press("s")  # once the next item is shown, S skips it as before
     page.wait_for_function("() => document.querySelector('#h2h-message').innerText.includes('Skipped.')")

@@ -12,6 +12,7 @@ from sqlalchemy import update
 
 from studio.db import create_db_engine, write_session
 from studio.models import AuditLog, ScenarioRow
+from tests.browser.artifacts import save_screenshot
 from tests.browser.conftest import Studio, sign_in
 from tests.browser.store_fixture import PASSWORD, build_store
 from tests.browser.test_curate_research_ui import wait_for_text
@@ -55,3 +56,4 @@ def test_the_curate_list_and_audit_log_draw_invisible_characters_visibly(deceivi
     wait_for_text(page, "#h2h-audit", "see⟨U+2062⟩⟨U+202E⟩here")
     shown = page.inner_text("#h2h-audit")  # type: ignore[attr-defined]
     assert OVERRIDE not in shown and SEPARATOR not in shown
+    save_screenshot(page, "curate-curator-invisible-characters-written-out")
