@@ -14,7 +14,16 @@ def serve_in_thread(app: Any, *, startup_seconds: float = 60) -> Iterator[str]:
     """Serve ``app`` on 127.0.0.1 (a port the OS picks); yield ``http://127.0.0.1:PORT``; stop it afterwards."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    with serve_config_in_thread(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning")) as url:
+        yield url
+
+
+@contextmanager
+def serve_config_in_thread(config: Any, *, startup_seconds: float = 60) -> Iterator[str]:
+    """Serve a uvicorn ``config`` (host 127.0.0.1, port 0: one the OS picks) in a thread; yield its URL; stop it."""
+    import uvicorn
+
+    server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + startup_seconds

@@ -10,7 +10,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,7 +20,7 @@ import httpx
 import pytest
 
 from studio.settings import get_settings
-from tests.serving import serve_in_thread
+from tests.serving import serve_config_in_thread, serve_in_thread
 from tests.studio.conftest import PASSWORD
 from tests.studio.studio_process import make_store as make_store_at
 
@@ -34,22 +33,10 @@ def make_store(folder: Path, people: dict[str, str]) -> str:
 @contextmanager
 def served_like_h2h_studio(app: Any) -> Iterator[str]:
     """``app`` under uvicorn configured exactly as ``h2h studio`` runs it (``server_config``), on a free port."""
-    import uvicorn
-
     from studio.commands.serve import server_config
 
-    server = uvicorn.Server(server_config(app, host="127.0.0.1", port=0))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_config_in_thread(server_config(app, host="127.0.0.1", port=0)) as url:
+        yield url
 
 
 def free_port() -> int:

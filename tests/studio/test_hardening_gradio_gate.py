@@ -20,7 +20,6 @@ import json
 import time
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from studio.web.queue_limit import PER_USER
 from studio.web.sessions import MORE_THAN_ONE_SESSION, NOT_YOUR_FILE, Refused, json_body
 from tests.browser.store_fixture import PASSWORD, build_store
 from tests.serving import serve_in_thread
+from tests.studio.test_hardening_sessions import signed_in
 
 DEMO_SCENARIOS = Path(__file__).resolve().parents[2] / "pipeline" / "resources" / "demo" / "scenarios.jsonl"
 JOIN = "/ui/gradio_api/queue/join"
@@ -51,13 +51,6 @@ def studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     engine.dispose()
     with serve_in_thread(create_app(get_settings(database_url=store.database_url))) as base:
         yield base
-
-
-@contextmanager
-def signed_in(base: str, username: str) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=base, timeout=60) as client:
-        assert client.post("/login", data={"username": username, "password": PASSWORD}).status_code == 303
-        yield client
 
 
 def dependency(client: httpx.Client, elem_id: str, trigger: str) -> tuple[int, list[str | None]]:

@@ -20,7 +20,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -34,6 +33,7 @@ from studio.settings import Settings, get_settings
 from studio.web.app import create_app
 from studio.web.bodies import JsonDepth
 from studio.web.transport import guarded_config
+from tests.serving import serve_config_in_thread
 from tests.studio.helpers import PASSWORD
 from tests.studio.studio_process import SERVE, free_port, make_store
 
@@ -56,21 +56,9 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Any:
 @contextmanager
 def served(app: Any, **settings: Any) -> Iterator[int]:
     """``app`` under uvicorn with the studio's guarded connections (``settings`` on top of the defaults); its port."""
-    import uvicorn
-
     config = guarded_config(app, host="127.0.0.1", port=0, settings=Settings(**settings), log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.01)
-    try:
-        yield int(server.servers[0].sockets[0].getsockname()[1])
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with serve_config_in_thread(config) as url:
+        yield int(url.rsplit(":", 1)[1])
 
 
 @pytest.fixture(scope="module")
