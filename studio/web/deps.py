@@ -100,11 +100,13 @@ class RecentCallers:
         with self._lock:
             self._confirmed.pop(self._key(token), None)
 
-    def recent(self, token: str) -> str | None:
-        """The username the store confirmed ``token`` for within the grace period, else None."""
+    def recent(self, token: str, *, within: float | None = None) -> str | None:
+        """The username the store confirmed ``token`` for within ``within`` seconds (default: the grace period),
+        else None."""
         with self._lock:
             known = self._confirmed.get(self._key(token))
-        if known is None or time.monotonic() - known[1] > self.grace_seconds:
+        limit = self.grace_seconds if within is None else within
+        if known is None or time.monotonic() - known[1] > limit:
             return None
         return known[0]
 

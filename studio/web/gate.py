@@ -5,7 +5,8 @@
 - a request with a body to any route but the sign-in and sign-out forms must carry a *live* session token (the API:
   a Bearer header; the pages and Gradio: the ``h2h_session`` cookie or a Bearer header), else 401 before a byte of its
   body is read, whatever its size. A made-up token costs one store lookup; a token the store confirmed live within
-  :data:`LIVE_SECONDS` is believed without one (:class:`LiveTokens`), so the answering hot path costs no extra query
+  :data:`LIVE_SECONDS` is believed without one (a :class:`studio.web.deps.RecentCallers` record of the gate's own),
+  so the answering hot path costs no extra query
   — and the route resolves its caller again anyway, so a token revoked meanwhile is still refused there;
 - a body declared (``Content-Length``) over ``Settings.max_request_bytes`` answers 413 before a byte of it is read;
   every body is then read under guard (:class:`studio.web.bodies.GuardedBody`): cut with 413 once it passes the
@@ -21,10 +22,6 @@ reaches memory. The refusal closes the connection (the unread body cannot be ski
 
 from __future__ import annotations
 
-import hashlib
-import time
-from collections import OrderedDict
-
 from fastapi import Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
@@ -34,8 +31,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studio.services.errors import StoreUnavailable
 from studio.web.bodies import MAX_JSON_DEPTH, GuardedBody
-from studio.web.deps import token_from_request
-from studio.web.middleware import token_is_live, too_large_detail
+from studio.web.deps import RecentCallers, token_from_request
+from studio.web.middleware import live_username, too_large_detail
 from studio.web.uploads import is_upload
 
 #: Routes anyone may send a body to: the sign-in forms, and the sign-out form (which only drops a cookie without one).
@@ -71,36 +68,6 @@ def session_token(scope: Scope) -> str | None:
     return token_from_request(request)
 
 
-class LiveTokens:
-    """Digests of the tokens the store confirmed live within ``seconds``; at most ``size``, the oldest dropped.
-
-    Used by the event loop only (no lock). A digest, not the token: the table holds nothing that signs anyone in.
-    """
-
-    def __init__(self, *, seconds: float = LIVE_SECONDS, size: int = 10_000) -> None:
-        self.seconds = seconds
-        self.size = size
-        self._confirmed: OrderedDict[bytes, float] = OrderedDict()
-
-    @staticmethod
-    def _key(token: str) -> bytes:
-        return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
-
-    def believed(self, token: str, *, within: float | None = None) -> bool:
-        """Whether the store confirmed ``token`` within ``within`` seconds (default: ``seconds``)."""
-        confirmed = self._confirmed.get(self._key(token))
-        limit = self.seconds if within is None else within
-        return confirmed is not None and time.monotonic() - confirmed <= limit
-
-    def confirm(self, token: str) -> None:
-        """The store just said ``token`` is a live session's."""
-        key = self._key(token)
-        self._confirmed[key] = time.monotonic()
-        self._confirmed.move_to_end(key)
-        while len(self._confirmed) > self.size:
-            self._confirmed.popitem(last=False)
-
-
 class RequestGate:
     """ASGI middleware: see the module docstring. ``limit`` bounds every body but an upload's; ``idle_seconds`` (None:
     no bound) is the longest wait for the next piece of a body."""
@@ -110,7 +77,8 @@ class RequestGate:
         self.engine = engine
         self.limit = limit
         self.idle_seconds = idle_seconds
-        self.live = LiveTokens()
+        # The gate's own record of tokens the store confirmed (the kind Gradio's sign-in check keeps for outages).
+        self.recent = RecentCallers(grace_seconds=OUTAGE_SECONDS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not has_body(Headers(scope=scope)) or is_upload(scope):
@@ -136,21 +104,21 @@ class RequestGate:
         await guard.run(self.app, scope, receive, send)
 
     async def _live(self, scope: Scope) -> bool:
-        """Whether the request carries a live session token: believed (:class:`LiveTokens`), else one lookup."""
+        """Whether the request carries a live session token: confirmed lately (``recent``), else one lookup."""
         token = session_token(scope)
         if token is None:
             return False
-        if self.live.believed(token):
+        if self.recent.recent(token, within=LIVE_SECONDS) is not None:
             return True
         try:
-            live = await run_in_threadpool(token_is_live, self.engine, token)
+            username = await run_in_threadpool(live_username, self.engine, token)
         except StoreUnavailable:
-            if self.live.believed(token, within=OUTAGE_SECONDS):
+            if self.recent.recent(token, within=OUTAGE_SECONDS) is not None:
                 return True  # the route says the store is unavailable, in its words
             raise  # studio.web.faults answers it
-        if not live:
+        if username is None:
             return False
-        self.live.confirm(token)
+        self.recent.confirmed(token, username)
         return True
 
     @staticmethod

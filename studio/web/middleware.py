@@ -84,18 +84,19 @@ class BodySizeLimit:
 
 def has_live_session(engine: Engine, request: Request) -> bool:
     """Whether the request carries a live session token (one read session)."""
-    return token_is_live(engine, request_context(engine, request).token)
+    return live_username(engine, request_context(engine, request).token) is not None
 
 
-def token_is_live(engine: Engine, token: str | None) -> bool:
-    """Whether ``token`` is a live session's (one read session); ``StoreUnavailable`` when the store cannot say."""
+def live_username(engine: Engine, token: str | None) -> str | None:
+    """The username of ``token``'s live session (one read session), None when it has none; ``StoreUnavailable``
+    when the store cannot say."""
     try:
-        with RequestContext(engine, token).reading():
-            return True
+        with RequestContext(engine, token).reading() as (_session, caller):
+            return str(caller.username)
     except StoreUnavailable:
         raise  # not "signed out": the store cannot say (studio.web.faults answers it)
     except ServiceError:
-        return False
+        return None
 
 
 class LoginRedirectMiddleware:
