@@ -22,6 +22,8 @@ reaches memory. The refusal closes the connection (the unread body cannot be ski
 
 from __future__ import annotations
 
+import math
+
 from fastapi import Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
@@ -33,6 +35,7 @@ from studio.services.errors import StoreUnavailable
 from studio.web.bodies import MAX_JSON_DEPTH, GuardedBody
 from studio.web.deps import RecentCallers, token_from_request
 from studio.web.middleware import live_username, too_large_detail
+from studio.web.sessions import EVENT_ROUTES
 from studio.web.uploads import is_upload
 
 #: Routes anyone may send a body to: the sign-in forms, and the sign-out form (which only drops a cookie without one).
@@ -43,6 +46,8 @@ LIVE_SECONDS = 60.0
 #: While the store cannot be asked, a token it confirmed within this long is still believed by the gate (seconds):
 #: the route then says "the database is unavailable ... retry" in its own words (``studio.web.faults``).
 OUTAGE_SECONDS = 300.0
+#: The largest event body a page whose sign-in ended may still send (its click, to be told it was signed out).
+SIGNED_OUT_EVENT_BYTES = 64 * 1024
 #: Bodies that are not JSON to any route (forms): their depth is not scanned.
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/")
 
@@ -117,9 +122,24 @@ class RequestGate:
                 return True  # the route says the store is unavailable, in its words
             raise  # studio.web.faults answers it
         if username is None:
-            return False
+            return self._signed_out_page_event(scope, token)
         self.recent.confirmed(token, username)
         return True
+
+    def _signed_out_page_event(self, scope: Scope, token: str) -> bool:
+        """Whether a request whose token is no longer live may still send its body: an event of a page (its
+        ``queue/join``) sent with a token this gate once confirmed, with a declared body of at most
+        :data:`SIGNED_OUT_EVENT_BYTES`. Such a page's sign-in was ended meanwhile (deactivated, password reset,
+        sessions revoked, expired); :class:`studio.web.sessions.GradioGate` lets the event through to the handlers
+        only for the page that token signed in, and every handler refuses it and says "You were signed out" — a 401
+        here would cover the form with bare "Error" badges instead. A token never confirmed is refused unread."""
+        declared = declared_length(Headers(scope=scope))
+        return (
+            scope["path"].startswith(EVENT_ROUTES)
+            and declared is not None
+            and declared <= SIGNED_OUT_EVENT_BYTES
+            and self.recent.recent(token, within=math.inf) is not None
+        )
 
     @staticmethod
     async def _refuse(status: int, detail: str, scope: Scope, receive: Receive, send: Send) -> None:

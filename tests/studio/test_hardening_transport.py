@@ -21,6 +21,7 @@ import socket
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 import httpx
 import pytest
 
+from studio.db import write_session
 from studio.settings import Settings, get_settings
 from studio.web.app import create_app
 from studio.web.bodies import JsonDepth
@@ -305,3 +307,37 @@ def test_sigterm_stops_h2h_studio_cleanly_and_removes_its_temporary_folder(tmp_p
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_page_whose_sign_in_ended_long_ago_is_still_told_so_not_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The gate believes a token it confirmed for ``LIVE_SECONDS`` only; past that, an event of a page whose sign-in
+    an admin ended (a small body, sent with the very token that page signed in with) must still reach the handlers,
+    which say "signed out" and give nothing away — not 401, which Gradio draws as bare "Error" badges over the form
+    (issue 16's signed-out page). ``LIVE_SECONDS`` = 0 stands for "confirmed long ago"."""
+    from studio.services.auth import revoke_sessions
+    from studio.web import gate
+    from tests.browser.test_security_ui import SIGNED_IN_ONLY, call_dependency
+
+    monkeypatch.setattr(gate, "LIVE_SECONDS", 0.0)
+    url = make_store(f"sqlite:///{tmp_path / 'studio.sqlite'}", {"frank": "annotator"})
+    app = create_app(get_settings(database_url=url))  # its own: the module's app has its queue stopped by now
+    with served(app) as port, httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=60) as client:
+        assert client.post("/login", data={"username": "frank", "password": PASSWORD}).status_code == 303
+        config = client.get("/ui/config").json()
+        [load] = [entry for entry in config["dependencies"] if entry["targets"] and entry["targets"][0][1] == "load"]
+        session_hash = uuid.uuid4().hex
+        assert call_dependency(client, load, [], session_hash)["success"] is True  # the page, signed in
+        with write_session(app.state.engine) as session:
+            assert revoke_sessions(session, username="frank", actor="test") >= 1
+        after = call_dependency(client, load, [], session_hash)  # was: 401 at the gate (HTTPStatusError here)
+        shown = json.dumps(after["output"], ensure_ascii=False)
+        assert not any(text in shown for text in SIGNED_IN_ONLY)
+        made_up = {"h2h_session": "x" * 43}  # a token never confirmed is still refused before its body is read
+        refused = httpx.post(
+            f"http://127.0.0.1:{port}/ui/gradio_api/queue/join",
+            json={"data": [], "fn_index": load["id"], "session_hash": session_hash},
+            cookies=made_up,
+        )
+        assert refused.status_code == 401
