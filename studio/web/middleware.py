@@ -12,11 +12,11 @@ from fastapi.responses import JSONResponse, RedirectResponse
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studio.services.errors import ServiceError, StoreUnavailable
 from studio.usecases.context import RequestContext
+from studio.web.bodies import GuardedBody
 from studio.web.deps import request_context
 
 UI_PATH = "/ui"
@@ -39,30 +39,12 @@ class ResponseStarted:
         await self._send(message)
 
 
-def limited_receive(receive: Receive, limit: int, detail: str) -> Receive:
-    """``receive`` counting the body's bytes as they arrive: past ``limit``, 413 (``detail``) instead of the next part.
-
-    An ``HTTPException``: FastAPI passes one raised while it reads a body on as-is (any other error becomes a 400).
-    """
-    received = 0
-
-    async def counted_receive() -> Message:
-        nonlocal received
-        message = await receive()
-        if message["type"] == "http.request":
-            received += len(message.get("body", b""))
-            if received > limit:
-                raise StarletteHTTPException(status_code=413, detail=detail)
-        return message
-
-    return counted_receive
-
-
 class BodySizeLimit:
     """A request body over ``limit`` bytes answers 413 ``{"detail": "body: ..."}``.
 
     A declared ``Content-Length`` over the limit is refused before a byte is read; a streamed
-    (chunked) body is counted as it arrives and refused once it passes the limit. Not FastAPI's
+    (chunked) body is counted as it arrives and refused once it passes the limit (the gate's own
+    :class:`studio.web.bodies.GuardedBody`, without its depth scan and timeout). Not FastAPI's
     ``max_body_size``: that answers a declared oversize body in plain text, not in the API's JSON shape.
     (The whole studio has its own gate, :class:`studio.web.gate.RequestGate`; this one bounds the API served alone.)
     """
@@ -79,7 +61,8 @@ class BodySizeLimit:
         if declared.isdigit() and int(declared) > self.limit:
             await JSONResponse({"detail": too_large_detail(self.limit)}, status_code=413)(scope, receive, send)
             return
-        await self.app(scope, limited_receive(receive, self.limit, too_large_detail(self.limit)), send)
+        guard = GuardedBody(limit=self.limit, too_large=too_large_detail(self.limit), json_depth=None)
+        await guard.run(self.app, scope, receive, send)
 
 
 def has_live_session(engine: Engine, request: Request) -> bool:
