@@ -1,8 +1,9 @@
 """Where the data files shipped inside the package live: prompts, the SAP block, the judge rubric, the demo data.
 
-They are package data (``pipeline/resources/``), found with :mod:`importlib.resources`, so a wheel
-install has them as well as a checkout. ``H2H_DATA_DIR`` points at another folder of the same layout
-(``prompts/``, ``demo/``) — e.g. a team's own prompt versions — without editing the installed package.
+They live in the repository's top-level ``data/`` folder, shipped inside the wheel as the package ``pipeline.data``
+(``pyproject.toml`` maps it) and found with :mod:`importlib.resources`, so a wheel install has them as well as a
+checkout. ``H2H_DATA_DIR`` points at another folder of the same layout
+(``prompts/``, ``demo/``, ``curation/``) — e.g. a team's own prompt versions — without editing the installed package.
 """
 
 from __future__ import annotations
@@ -13,11 +14,11 @@ from pathlib import Path
 
 
 def bundled_resources() -> Path:
-    """The ``pipeline/resources`` folder of the installed package.
+    """The bundled ``data/`` folder (the package ``pipeline.data``) of the installed package.
 
     A wheel or editable install unpacks package data as plain files, so the traversable is a real directory.
     """
-    return Path(str(resources.files("pipeline").joinpath("resources")))
+    return Path(str(resources.files("pipeline.data")))
 
 
 def data_dir() -> Path:

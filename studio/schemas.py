@@ -1,4 +1,4 @@
-"""Annotation workflows as data: ``studio/annotation_schemas/*.yaml`` (package data) parsed into pydantic models.
+"""Annotation workflows as data: the top-level ``annotation_schemas/*.yaml`` (package data) parsed into pydantic models.
 
 A workflow schema names what is annotated (``target``), by whom (``eligible_roles``), by how many
 people (``people_per_item``), what is asked (``questions``: a discriminated union on ``type``) and how
@@ -48,8 +48,9 @@ DEFAULT_TEXT_LIMIT = 4000
 
 
 def default_schemas_dir() -> Path:
-    """Return the bundled ``annotation_schemas/`` folder, shipped inside the ``studio`` package (a wheel has it)."""
-    return Path(str(resources.files("studio").joinpath("annotation_schemas")))
+    """Return the bundled workflows: the top-level ``annotation_schemas/`` folder, shipped inside the wheel as the
+    package ``studio.annotation_schemas`` (a checkout, an editable install and a wheel all have it)."""
+    return Path(str(resources.files("studio.annotation_schemas")))
 
 
 class AnswerValidationError(ValueError):

@@ -32,7 +32,7 @@ from tests.repo import REPO_ROOT
 pytestmark = pytest.mark.xdist_group("wheel")
 
 PROJECT = "h2htalk-studio"
-SOURCES = ("pyproject.toml", "README.md", "pipeline", "studio")
+SOURCES = ("pyproject.toml", "README.md", "pipeline", "studio", "annotation_schemas", "data")
 
 
 @pytest.fixture(scope="module")
@@ -153,7 +153,7 @@ def test_a_pipeline_only_install_runs_the_pipeline_and_explains_the_studio(
         assert "pip install 'h2htalk-studio[studio]'" in refused.stderr and "Traceback" not in refused.stderr
     run_dir = empty / "run"
     run_dir.mkdir()
-    demo = REPO_ROOT / "pipeline" / "resources" / "demo"
+    demo = REPO_ROOT / "data" / "demo"
     for name in ("scenarios.jsonl", "responses.jsonl"):
         shutil.copyfile(demo / name, run_dir / name)
     for args in (
@@ -165,6 +165,21 @@ def test_a_pipeline_only_install_runs_the_pipeline_and_explains_the_studio(
         assert done.returncode == 0, (args, done.stderr)
     assert "demo-warm-companion" in done.stdout and "pending" in done.stderr  # no SS without an embedder: S pending
     assert list(empty.iterdir()) == [run_dir]
+
+
+def test_the_wheel_ships_the_top_level_data_folders_inside_the_packages_that_read_them(wheel: Path) -> None:
+    """``annotation_schemas/`` and ``data/`` (one copy each, at the top of the repository) arrive as the packages
+    ``studio.annotation_schemas`` and ``pipeline.data``, never as top-level packages of their own (a top-level ``data``
+    would clash with anything else installed under that name), and the demo builder ships as code, not data."""
+    with zipfile.ZipFile(wheel) as archive:
+        names = set(archive.namelist())
+    for schema in sorted((REPO_ROOT / "annotation_schemas").glob("*.yaml")):
+        assert f"studio/annotation_schemas/{schema.name}" in names
+    for data_file in sorted((REPO_ROOT / "data").rglob("*")):
+        if data_file.is_file() and "__pycache__" not in data_file.parts:
+            assert f"pipeline/data/{data_file.relative_to(REPO_ROOT / 'data').as_posix()}" in names
+    assert "pipeline/demo_responses.py" in names
+    assert not {name.split("/")[0] for name in names} & {"data", "annotation_schemas", "tests", "benchmarks"}
 
 
 def test_the_wheel_with_the_studio_extra_runs_the_demo_from_an_empty_directory(

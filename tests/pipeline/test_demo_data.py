@@ -105,7 +105,7 @@ def test_responses_cover_every_scenario_system_and_variant(
     assert max(keys.values()) == 1
     assert {response.backend for response in responses} == {"demo-fixture"}
     assert {response.prompt_version for response in responses} == {PROMPT_VERSION}, (
-        "prompt files changed: run `python pipeline/resources/demo/make_responses.py`"
+        "prompt files changed: run `python -m pipeline.demo_responses`"
     )
 
 

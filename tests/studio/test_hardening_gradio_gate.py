@@ -33,10 +33,11 @@ from studio.web.app import create_app
 from studio.web.queue_limit import PER_USER
 from studio.web.sessions import MORE_THAN_ONE_SESSION, NOT_YOUR_FILE, Refused, json_body
 from tests.browser.store_fixture import PASSWORD, build_store
+from tests.repo import REPO_ROOT
 from tests.serving import serve_in_thread
 from tests.studio.test_hardening_sessions import signed_in
 
-DEMO_SCENARIOS = Path(__file__).resolve().parents[2] / "pipeline" / "resources" / "demo" / "scenarios.jsonl"
+DEMO_SCENARIOS = REPO_ROOT / "data" / "demo" / "scenarios.jsonl"
 JOIN = "/ui/gradio_api/queue/join"
 DATA = "/ui/gradio_api/queue/data"
 

@@ -33,12 +33,13 @@ from studio.settings import get_settings
 from studio.ui.annotate import ANSWERED_BEFORE_SKIP, AnnotateTab
 from studio.web.api import create_api
 from tests.browser.store_fixture import build_store
+from tests.repo import REPO_ROOT
 from tests.serving import serve_in_thread
 from tests.studio.helpers import PASSWORD, make_scenarios, write_run
 from tests.studio.test_ui_annotate import answers_of, built_tab, choose, shown_item, skip, submit, token_for
 
 VOTE = {"verdict": "revise", "subtask_label": "dialogue_base"}
-REPO = Path(__file__).resolve().parents[2]
+REPO = REPO_ROOT
 
 
 def serve_api(engine: Engine, db_url: str) -> Iterator[str]:

@@ -1,9 +1,11 @@
-"""Rebuild ``pipeline/resources/demo/responses.jsonl`` from ``scenarios.jsonl`` beside it (deterministic).
+"""Rebuild the bundled ``data/demo/responses.jsonl`` from ``scenarios.jsonl`` beside it (deterministic).
 
 The three demo systems are fixtures, not models: each answer is derived by a fixed rule from the
-scenario (see README.md). Run from the repository root after changing scenarios or prompt files::
+scenario (see ``data/demo/README.md``). Run from a checkout after changing the scenarios or a prompt file::
 
-    python pipeline/resources/demo/make_responses.py
+    python -m pipeline.demo_responses
+
+It writes into :func:`pipeline.paths.demo_dir` (the checkout's ``data/demo/``, or ``$H2H_DATA_DIR/demo``).
 """
 
 from __future__ import annotations
@@ -11,14 +13,13 @@ from __future__ import annotations
 import logging
 import re
 from datetime import UTC, datetime
-from pathlib import Path
 
 from pipeline.dataset import load_scenarios
 from pipeline.jsonl import write_records
+from pipeline.paths import demo_dir
 from pipeline.prompts import prompt_version
 from pipeline.records import VARIANTS, Response, Scenario
 
-DEMO_DIR = Path(__file__).resolve().parent
 SYSTEMS = ("demo-warm-companion", "demo-terse-assistant", "demo-literal-planner")
 CREATED_AT = datetime(2025, 1, 1, tzinfo=UTC)
 #: Responses that carry hostile markup as plain text, so the studio's escaping is exercised.
@@ -143,8 +144,10 @@ def build_responses(scenarios: list[Scenario], version: str) -> list[Response]:
 
 
 def main() -> None:
-    scenarios = load_scenarios(DEMO_DIR / "scenarios.jsonl")
-    count = write_records(DEMO_DIR / "responses.jsonl", build_responses(scenarios, prompt_version()))
+    """Rewrite ``responses.jsonl`` of the demo folder from its ``scenarios.jsonl``."""
+    folder = demo_dir()
+    scenarios = load_scenarios(folder / "scenarios.jsonl")
+    count = write_records(folder / "responses.jsonl", build_responses(scenarios, prompt_version()))
     logging.getLogger(__name__).warning("wrote %d demo responses", count)
 
 
