@@ -38,7 +38,7 @@ from pipeline.paths import demo_dir
 from pipeline.scoring.embedding import cosine_similarities, load_embedder
 
 GOAL = 0.95
-PAPER_RESPONSES = 465_000  # 4,650 scenarios x 50 models x 2 variants (DESIGN.md "Scale")
+PAPER_RESPONSES = 465_000  # 4,650 scenarios x 50 models x 2 variants (ARCHITECTURE.md "Scale")
 #: BGE-M3's encoder dimensions (XLM-RoBERTa large with 8,192 positions).
 BGE_M3_SIZE = {"hidden_size": 1024, "layers": 24, "heads": 16, "intermediate_size": 4096}
 

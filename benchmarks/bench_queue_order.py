@@ -31,9 +31,9 @@ def prepare(url: str, work: Path, *, items: int, people: int) -> tuple[object, s
     """Migrate, ingest ``items`` scenarios, add ``people`` annotators and one campaign per order (tagged names)."""
     from studio.db import create_db_engine, upgrade_db, write_session
     from studio.models import UserPublic
-    from studio.schemas import load_schemas
     from studio.services.auth import create_user
     from studio.services.campaigns import create_campaign
+    from studio.workflows import load_schemas
 
     engine = create_db_engine(url)
     upgrade_db(engine)

@@ -39,7 +39,7 @@ def _ensure_scenarios(engine: Engine, work_dir: Path, count: int) -> None:
     """Ingest ``count`` scenarios ``bench-00000``... through ``h2h ingest``'s code path (idempotent)."""
     from pipeline.dataset import load_scenarios
     from pipeline.rundir import RunDir, model_dump_line
-    from studio.ingest import ingest_run
+    from studio.services.ingest import ingest_run
 
     templates = load_scenarios(DEMO_SCENARIOS)
     scenarios = [
@@ -65,9 +65,9 @@ def prepare_store(
     """Migrate the store, ingest scenarios, create ``annotators`` accounts and a crowd_vote campaign over them
     (``assignment``: its queue order, ``fill`` as a campaign's default)."""
     from studio.db import create_db_engine, upgrade_db, write_session
-    from studio.schemas import load_schemas
     from studio.services.auth import create_user
     from studio.services.campaigns import create_campaign
+    from studio.workflows import load_schemas
 
     engine = create_db_engine(database_url)
     try:

@@ -1,15 +1,15 @@
 """The leaderboard of paper Table 2: the one definition the CLI (``h2h leaderboard``) and the studio both use.
 
-Per item the value is ``100 * S``, or ``100 * J_final / 5`` for itinerary levels I-III (DESIGN.md "Scores"). An item
-with no value is *pending* and left out of every mean: an item without S, a judged item without J_final, and a judged
-item flagged for human adjudication (``J < tau`` or no judge score) that no expert has scored yet (no ``J_human``) —
-its ``J_final`` is J until then, not a final score. A subtask's cell is the mean over its counted items; a dimension's
-average is the plain mean of its subtasks' cells, and is left empty (NaN) unless *every* subtask of the dimension has
-counted items, so an average over 2 of 5 subtasks never looks final; ``overall`` is the mean over all of a model's
-counted items (item-weighted), shown however many subtasks it covers and marked when that is fewer than all 11. Every
-cell comes with how many items it counted and how many are pending, and every average with how many of its subtasks
-have counted items (:class:`Leaderboard`), so a partial column is never ranked against full ones without saying so.
-The columns follow paper Table 2: each dimension's subtasks (Table 1's order), then its average; overall last.
+Per item the value is ``100 * S``, or ``100 * J_final / 5`` for itinerary levels I-III (ARCHITECTURE.md "Scores"). An
+item with no value is *pending* and left out of every mean: an item without S, a judged item without J_final, and a
+judged item flagged for human adjudication (``J < tau`` or no judge score) that no expert has scored yet (no
+``J_human``) — its ``J_final`` is J until then, not a final score. A subtask's cell is the mean over its counted items;
+a dimension's average is the plain mean of its subtasks' cells, and is left empty (NaN) unless *every* subtask of the
+dimension has counted items, so an average over 2 of 5 subtasks never looks final; ``overall`` is the mean over all of a
+model's counted items (item-weighted), shown however many subtasks it covers and marked when that is fewer than all 11.
+Every cell comes with how many items it counted and how many are pending, and every average with how many of its
+subtasks have counted items (:class:`Leaderboard`), so a partial column is never ranked against full ones without saying
+so. The columns follow paper Table 2: each dimension's subtasks (Table 1's order), then its average; overall last.
 
 :func:`cell_text`, :func:`partial_columns` and :data:`AVERAGES_RULE` are how every front door renders a cell, marks a
 column and states the rule: ``h2h leaderboard`` (:func:`format_leaderboard`), ``h2h export leaderboard`` and the

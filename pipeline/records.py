@@ -121,7 +121,7 @@ class ScenarioContext(Record):
 
 
 class Scenario(Record):
-    """One benchmark scenario (DESIGN.md "The benchmark")."""
+    """One benchmark scenario (ARCHITECTURE.md "The benchmark")."""
 
     id: str = Field(min_length=1)
     subtask: Subtask
@@ -163,8 +163,8 @@ class ScoreSignature(Record):
     rouge_score: str
     tokenizer: str
     embedder: str  # e.g. "bge-m3", "minilm:all-MiniLM-L6-v2", "none"
-    # ROUGE-1/L as F-measure (DESIGN.md) or as recall (the paper's "lexical recall"): README "Where this project
-    # departs from the paper". Scores written before the choice existed were F-measures, hence the default.
+    # ROUGE-1/L as F-measure (ARCHITECTURE.md "Scores") or as recall (the paper's "lexical recall"): README "Where this
+    # project departs from the paper". Scores written before the choice existed were F-measures, hence the default.
     rouge_measure: RougeMeasure = "f"
 
     def label(self) -> str:
@@ -189,7 +189,7 @@ class Score(Record):
     rouge1: float
     rougeL: float  # noqa: N815 - the paper's and rouge-score's name
     ss: float | None
-    S: float | None  # noqa: N815 - DESIGN.md's symbol
+    S: float | None  # noqa: N815 - the symbol of ARCHITECTURE.md "Scores"
     signature: ScoreSignature
 
     @property

@@ -1,4 +1,4 @@
-"""The benchmark's fixed vocabulary (paper Table 1, DESIGN.md "Scores"): subtasks, variants, alpha and tau.
+"""The benchmark's fixed vocabulary (paper Table 1, ARCHITECTURE.md "Scores"): subtasks, variants, alpha and tau.
 
 Plain constants with no third-party imports, so command-line option choices can use them without
 loading pydantic (``h2h --help`` stays fast). :mod:`pipeline.records` re-exports every name.
@@ -48,14 +48,14 @@ DIMENSION_OF_SUBTASK: dict[str, Dimension] = {
     for subtask in SUBTASKS
 }
 
-#: Itinerary levels I-III: scored with the LLM judge and J (DESIGN.md "Scores").
+#: Itinerary levels I-III: scored with the LLM judge and J (ARCHITECTURE.md "Scores").
 JUDGED_SUBTASKS: frozenset[str] = frozenset({"itinerary_basic", "itinerary_middle", "itinerary_advanced"})
 
 #: J = ALPHA * 5S + (1 - ALPHA) * J_judge; items with J < TAU go to human adjudication.
 ALPHA = 0.6
 TAU = 3.5
 
-#: How ROUGE-1 and ROUGE-L enter S: the F-measure (the default, DESIGN.md) or recall (the paper's "lexical recall").
-#: Part of every score's signature, so the two never share a table.
+#: How ROUGE-1 and ROUGE-L enter S: the F-measure (the default, ARCHITECTURE.md "Scores") or recall (the paper's
+#: "lexical recall"). Part of every score's signature, so the two never share a table.
 RougeMeasure = Literal["f", "recall"]
 ROUGE_MEASURES: tuple[RougeMeasure, ...] = ("f", "recall")

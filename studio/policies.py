@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Literal, Protocol, get_args
 
-from studio.services.errors import NotAuthenticated, PermissionDenied
+from studio.errors import NotAuthenticated, PermissionDenied
 
 Role = Literal["annotator", "expert", "curator", "researcher", "admin"]
 #: Every role, in order of the studio's workflow (the order ``h2h users add --role`` lists them).

@@ -11,7 +11,7 @@ from pipeline.commands.score import score_command, score_pairs_command
 from pipeline.departures import departures, markdown_table
 from pipeline.scoring.combine import combine_j
 from studio.rules import MajorityRule, MeanRule
-from studio.schemas import load_schemas
+from studio.workflows import load_schemas
 from tests.repo import REPO_ROOT
 
 HEADING = "### Where this project departs from the paper, and why"

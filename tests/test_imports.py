@@ -163,3 +163,66 @@ def test_the_pipeline_never_imports_the_studio() -> None:
         if target.split(".")[0] == "studio"
     )
     assert not wrong, "\n".join(wrong)
+
+
+#: The layers, lowest first (ARCHITECTURE.md "Layers"). A module may import its own layer or any layer below it,
+#: never one above: ``pipeline`` is below all of the studio; the studio's foundations (errors, settings, the decision
+#: rules) are below who-may-do-what and the workflows; the store's tables sit on those; pure results on the store's
+#: rows; services on results; one use case per user action on services; the Gradio pages and then the web app on the
+#: use cases; the commands on everything. Each entry is a module or a package prefix.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("pipeline",),
+    ("studio.errors", "studio.settings", "studio.rules"),
+    ("studio.policies", "studio.workflows"),
+    ("studio.db", "studio.models"),
+    ("studio.results",),
+    ("studio.services",),
+    ("studio.usecases",),
+    ("studio.ui",),
+    ("studio.web",),
+    ("studio.commands", "studio.cli", "studio.migrations", "studio"),
+)
+
+
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of the longest entry that ``module`` is or lies under."""
+    matches = [
+        (len(entry), index)
+        for index, entries in enumerate(LAYERS)
+        for entry in entries
+        if module == entry or module.startswith(entry + ".")
+    ]
+    if not matches:
+        raise LookupError(f"{module} is in no layer: add it to LAYERS (tests/test_imports.py) and ARCHITECTURE.md")
+    return max(matches)[1]
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import that runs from a lower layer to a higher one, as ``module (layer) imports target (layer)``."""
+    return sorted(
+        f"{module} (layer {layer_of(module)}) imports {target} (layer {layer_of(target)})"
+        for module, targets in graph.items()
+        for target in targets
+        if layer_of(target) > layer_of(module)
+    )
+
+
+def test_the_layer_checker_names_an_import_that_runs_back_up() -> None:
+    graph = {
+        "studio.policies": {"studio.services.errors", "studio.errors"},
+        "studio.services.queue": {"studio.models.campaigns", "pipeline.records"},
+        "studio.services.errors": set(),
+        "studio.errors": set(),
+        "studio.models.campaigns": set(),
+        "pipeline.records": set(),
+    }
+    assert upward_imports(graph) == ["studio.policies (layer 2) imports studio.services.errors (layer 5)"]
+    assert layer_of("studio") == len(LAYERS) - 1 and layer_of("studio.web.routes.admin") == LAYERS.index(
+        ("studio.web",)
+    )
+
+
+def test_every_module_is_in_a_layer_and_no_import_runs_back_up() -> None:
+    graph = import_graph(source_modules())
+    wrong = upward_imports(graph)
+    assert not wrong, "imports that run back up a layer:\n" + "\n".join(wrong)

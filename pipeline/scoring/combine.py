@@ -1,4 +1,4 @@
-"""The combined scores of DESIGN.md "Scores": S, J, the adjudication flag and J_final."""
+"""The combined scores of ARCHITECTURE.md "Scores": S, J, the adjudication flag and J_final."""
 
 from __future__ import annotations
 

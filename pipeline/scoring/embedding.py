@@ -1,4 +1,4 @@
-"""Semantic similarity SS = cos(E(response), E(reference)) (DESIGN.md "Scores").
+"""Semantic similarity SS = cos(E(response), E(reference)) (ARCHITECTURE.md "Scores").
 
 ``E`` is BGE-M3's dense embedding (FlagEmbedding's ``BGEM3FlagModel``): the hub's ``BAAI/bge-m3``, or the
 model named by ``--embedder-model`` / ``H2H_BGE_M3_MODEL`` — a hub id or a local directory (a cluster without
@@ -211,7 +211,7 @@ def cosine_similarities(embedder: Embedder, hypotheses: Sequence[str], reference
     """Return SS for each ``(hypotheses[i], references[i])``: their embeddings' cosine, clipped to [0, 1].
 
     Each distinct text is embedded once (many responses share one reference). Cosine can be
-    negative for unrelated texts; DESIGN.md puts every metric in [0, 1] so S stays an average of
+    negative for unrelated texts; ARCHITECTURE.md "Scores" puts every metric in [0, 1] so S stays an average of
     like-ranged parts, hence the clip at 0.
     """
     if len(hypotheses) != len(references):

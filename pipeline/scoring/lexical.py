@@ -1,4 +1,4 @@
-"""BLEU-1..4, ROUGE-1 and ROUGE-L of a response against its reference (DESIGN.md "Scores").
+"""BLEU-1..4, ROUGE-1 and ROUGE-L of a response against its reference (ARCHITECTURE.md "Scores").
 
 Two implementations give the same numbers:
 
@@ -295,8 +295,8 @@ class FastScorer:
     def _metrics(self, hyp_ids: list[int], correct: list[int], ref: ReferenceStats) -> LexicalScores:
         hyp_len = len(hyp_ids)
         total = [max(hyp_len - order, 0) for order in range(MAX_ORDER)]
-        # sacrebleu's exp(log(100)) / 100 can give 1.0000000000000004 for a perfect match; DESIGN.md keeps
-        # every metric in [0, 1], and the clamp moves nothing by more than a few ulps.
+        # sacrebleu's exp(log(100)) / 100 can give 1.0000000000000004 for a perfect match;
+        # ARCHITECTURE.md "Scores" keeps every metric in [0, 1], and the clamp moves nothing by more than a few ulps.
         bleu = [min(value, 1.0) for value in cumulative_bleu(correct, total, hyp_len, ref.length)]
         # ROUGE-1's clipped unigram overlap is BLEU's clipped unigram count; rouge-score's formula follows.
         rouge1 = self._measure(correct[0] / max(hyp_len, 1), correct[0] / max(ref.length, 1))

@@ -143,8 +143,8 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str | None, 
     """The header and (first line, row) pairs of a votes file: CSV, or ``h2h export votes``' .jsonl / .parquet
     (numbered by JSON line / by row). A file that cannot be read is a usage error, not a traceback."""
     if path.suffix.lower() in {".jsonl", ".parquet"}:
-        from studio.exports_votes import value_text
         from studio.results.export_formats import read_table
+        from studio.services.votes_export import value_text
 
         try:
             frame = read_table(path)

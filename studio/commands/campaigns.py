@@ -12,7 +12,7 @@ from studio.commands.options import db_option, open_store
 from studio.policies import ROLES  # no ORM import: ``h2h --help`` stays fast
 
 if TYPE_CHECKING:
-    from studio.schemas import WorkflowSchema
+    from studio.workflows import WorkflowSchema
 
 
 def read_gold(path: Path) -> list[dict[str, Any]]:
@@ -38,7 +38,7 @@ def read_gold(path: Path) -> list[dict[str, Any]]:
 def resolve_schema(schema: str, schemas_dir: Path | None) -> WorkflowSchema:
     """The workflow ``schema`` names: a YAML file's path, or a schema name in ``schemas_dir`` (default: the
     bundled ``annotation_schemas/``). A broken YAML file or an unknown name is a usage error naming the problem."""
-    from studio.schemas import SchemaFileError, load_schemas, parse_schema_file
+    from studio.workflows import SchemaFileError, load_schemas, parse_schema_file
 
     try:
         if schema.endswith((".yaml", ".yml")):

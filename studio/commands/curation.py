@@ -23,8 +23,8 @@ from studio.commands.options import db_option, open_store
 def ingest_curation_command(folder: Path, pairs: Path | None, db_url: str | None) -> None:
     """Ingest an `h2h refine` FOLDER: cleaned scenarios, flags and PII replacements, LLM pre-screen verdicts and the
     review order (idempotent; every bad line is listed and nothing is stored)."""
-    from studio.curation_ingest import ingest_curation
-    from studio.ingest import IngestError
+    from studio.services.curation_ingest import ingest_curation
+    from studio.services.ingest import IngestError
 
     with open_store(db_url, create=True) as engine:
         try:

@@ -52,7 +52,7 @@ def export() -> None:
 def votes(campaign: str, question: str | None, output: Path, db_url: str | None) -> None:
     """One row per stored answer per question: item, what was rated (model, variant; both sides of a pair as shown),
     annotator, question, value, time (format by suffix)."""
-    from studio.exports_votes import export_votes
+    from studio.services.votes_export import export_votes
 
     with open_store(db_url) as engine:  # an unknown campaign's NotFound becomes a click error there
         try:

@@ -84,7 +84,7 @@ def open_store(db_url: str | None, *, create: bool = False) -> Iterator[Engine]:
     """
     import os
 
-    from studio.services.errors import ServiceError
+    from studio.errors import ServiceError
     from studio.settings import get_settings
 
     settings = get_settings(**({"database_url": db_url} if db_url else {}))

@@ -110,7 +110,7 @@ def demo_command(
     Safe to run again: it resumes and reuses what exists. Demo passwords are the username followed by
     "-demo" (e.g. annotator01 / annotator01-demo) — for a local demo only.
     """
-    from studio.demo import prepare_demo
+    from studio.commands.demo import prepare_demo
 
     summary = prepare_demo(directory, database_url=database_url, annotators=annotators)
     click.echo(f"store: {summary.database_url}")

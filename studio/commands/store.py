@@ -27,7 +27,7 @@ from studio.commands.options import db_option, open_store
 def ingest(run_dir: Path, replace: bool, db_url: str | None, no_progress: bool) -> None:
     """Ingest a run's scenarios, responses, scores and judge results (idempotent)."""
     from pipeline.jsonl import RecordError
-    from studio.ingest import IngestError, ingest_run
+    from studio.services.ingest import IngestError, ingest_run
 
     with open_store(db_url, create=True) as engine:
         try:

@@ -10,7 +10,7 @@ import click
 def problems_of(path: Path) -> tuple[str, list[str]]:
     """Return ``(kind, problems)`` for one file: YAML files are workflows, JSONL files pipeline records."""
     if path.suffix in {".yaml", ".yml"}:
-        from studio.schemas import check_schema_file
+        from studio.workflows import check_schema_file
 
         return "workflow schema", check_schema_file(path)
     from pipeline.dataset import check_file, detect_kind

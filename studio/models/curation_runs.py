@@ -1,7 +1,7 @@
-"""What a refine run found about each scenario, ingested by ``h2h ingest-curation`` (``studio.curation_ingest``):
-the preprocess report (flags, PII replacements before/after, field edits), the LLM pre-screen verdict with its
-reasons and uncertainty (and the rank the review queue gave it), and the LLM's pairwise verdicts on the items of
-pairwise campaigns (the LLM rater beside the humans).
+"""What a refine run found about each scenario, ingested by ``h2h ingest-curation``
+(``studio.services.curation_ingest``): the preprocess report (flags, PII replacements before/after, field edits),
+the LLM pre-screen verdict with its reasons and uncertainty (and the rank the review queue gave it), and the LLM's
+pairwise verdicts on the items of pairwise campaigns (the LLM rater beside the humans).
 
 These are the pipeline's records as they were written (``pipeline.curation.records``), one row per scenario (or per
 pairwise item): re-ingesting a run replaces a row with what the run says now; nothing else is touched.

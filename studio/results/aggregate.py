@@ -1,4 +1,4 @@
-"""Aggregation rules of the built-in workflows (DESIGN.md "Human evaluation"), as pure functions on DataFrames.
+"""Aggregation rules of the built-in workflows (ARCHITECTURE.md "Human evaluation"), as pure functions on DataFrames.
 
 Every function takes long-form answers (one row per person and item, ``item`` being any hashable key the caller
 chooses, e.g. a scenario id or a ``(scenario_id, model, variant)`` tuple) and returns one row per item.
@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.scoring.combine import combine_j
-from studio.schemas import CriteriaRule, MajorityRule
+from studio.workflows import CriteriaRule, MajorityRule
 
 EXPERT_CRITERIA: tuple[str, ...] = ("accuracy", "consistency", "domain_compliance")
 _PASS_WORDS: dict[str, bool] = {

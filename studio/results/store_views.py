@@ -14,7 +14,7 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from studio.models import Answer, Campaign, Item, ResponseRow, ScenarioRow, ScoreRow, User
-from studio.schemas import FreeText, MultipleChoice, NumberRange, Pairwise, Rating, SingleChoice, WorkflowSchema
+from studio.workflows import FreeText, MultipleChoice, NumberRange, Pairwise, Rating, SingleChoice, WorkflowSchema
 
 ANSWER_COLUMNS: tuple[str, ...] = (
     "answer_id",

@@ -13,7 +13,7 @@ import pandas as pd
 from pipeline.records import InstructionKind
 from studio.results.aggregate import parse_yes_no
 from studio.results.figures import inert_label, longest_line, saved_figure, wrapped_label
-from studio.schemas import MeanRule
+from studio.workflows import MeanRule
 
 INSTRUCTION_KINDS: tuple[str, ...] = get_args(InstructionKind)
 RESPONSE_KEY: tuple[str, str, str] = ("scenario_id", "model", "variant")
@@ -139,7 +139,7 @@ def instruction_following_table(ratings: pd.DataFrame) -> pd.DataFrame:
 
     ``ratings`` has columns model, kind, rating and optionally item (the rated response): with ``item``, each
     response's ratings are averaged first, so a response rated by more people does not weigh more. Kinds are the
-    four of DESIGN.md in their fixed order; a kind a model was never rated on is NaN.
+    four of ARCHITECTURE.md "Human evaluation" in their fixed order; a kind a model was never rated on is NaN.
     """
     _require(ratings, ["model", "kind", "rating"])
     unknown = sorted(set(ratings["kind"]) - set(INSTRUCTION_KINDS))

@@ -39,7 +39,6 @@ from studio.results.tables import (
     table3,
 )
 from studio.rules import CriteriaRule, MajorityRule, MeanRule, MedianRule, PairwiseRule
-from studio.schemas import WorkflowSchema
 from studio.services.aggregation_scenarios import (
     AggregationSummary,
     Run,
@@ -50,6 +49,7 @@ from studio.services.aggregation_scenarios import (
 from studio.services.content import pair_is_swapped
 from studio.services.progress import complete_at
 from studio.services.queue import campaign_schema, get_campaign
+from studio.workflows import WorkflowSchema
 
 __all__ = ["AggregationSummary", "aggregate", "aggregate_all", "aggregate_campaign", "answers_to_aggregate"]
 

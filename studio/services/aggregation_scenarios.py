@@ -21,9 +21,9 @@ from studio.results.aggregate import crowd_majority, expert_review_status
 from studio.results.decisions import CrowdSide, ExpertSide, agreement, label_action, strict_majority
 from studio.results.store_views import answers_by_question
 from studio.rules import CriteriaRule, MajorityRule
-from studio.schemas import SingleChoice, WorkflowSchema
 from studio.services.review import open_review_items
 from studio.services.scenario_status import write_sides
+from studio.workflows import SingleChoice, WorkflowSchema
 
 
 def table_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from studio.errors import InvalidInput
 from studio.models import UserPublic
-from studio.schemas import AnswerValidationError, FreeText, Pairwise, WorkflowSchema
-from studio.services.errors import InvalidInput
 from studio.services.queue import pair_order
 from studio.services.queue_rows import CampaignState
+from studio.workflows import AnswerValidationError, FreeText, Pairwise, WorkflowSchema
 
 DEFAULT_MAX_SECONDS = 3600.0
 #: A client may report a little more time than the server measured (clock skew, page load).

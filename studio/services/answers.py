@@ -12,6 +12,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
 from studio.db import lock_campaign, lock_item
+from studio.errors import Conflict, InvalidInput
 from studio.models import AnswerPublic, UserPublic, utc_now
 from studio.services.answer_values import DEFAULT_MAX_SECONDS, clean_values, client_seconds
 
@@ -26,7 +27,6 @@ from studio.services.answers_mine import (
     submitted_values,
     values_as_shown,
 )
-from studio.services.errors import Conflict, InvalidInput
 from studio.services.queue import (
     campaign_item,
     campaign_state,

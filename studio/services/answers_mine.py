@@ -16,14 +16,14 @@ from pydantic import BaseModel
 from sqlalchemy import func, select
 from sqlmodel import Session, col
 
+from studio.errors import NotFound, PermissionDenied
 from studio.models import Answer, AnswerPublic, AnswerRevision, Lease, UserPublic, utc_now
 from studio.models.types import stored_id
-from studio.schemas import Pairwise
 from studio.services.answer_values import DEFAULT_MAX_SECONDS, clean_values, client_seconds
-from studio.services.errors import NotFound, PermissionDenied
 from studio.services.queue import campaign_item, campaign_state, open_campaign, pair_order
 from studio.services.queue_rows import CampaignState
 from studio.services.text import require_unicode
+from studio.workflows import Pairwise
 
 #: What a revision that changes nothing is told (the page and the REST API say the same).
 NOTHING_CHANGED = "Nothing changed: your answer is as it was."

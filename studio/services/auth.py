@@ -21,10 +21,10 @@ from sqlalchemy import select as core_select
 from sqlmodel import Session, col, select
 
 from studio.db import core_connection
+from studio.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
 from studio.models import AuditLog, AuthToken, User, UserPublic, utc_now
 from studio.models.types import UTCDateTime, stored_id
 from studio.policies import ADMINS, ROLES, is_admin_role
-from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound
 from studio.services.text import is_unicode
 from studio.services.usernames import check_new_username, normalise_username
 

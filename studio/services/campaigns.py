@@ -12,14 +12,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import func, insert, select
 from sqlmodel import Session, col
 
+from studio.errors import Conflict, InvalidInput, NotFound
 from studio.models import Answer, AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScenarioRow
 from studio.models.types import stored_id
 from studio.policies import ROLES
-from studio.schemas import AnswerValidationError, WorkflowSchema
-from studio.services.errors import Conflict, InvalidInput, NotFound
 from studio.services.progress import QuotaReport, campaign_progress, closing_words, complete_at, quota_report
 from studio.services.queue import get_campaign
 from studio.services.review_order import order_by_uncertainty
+from studio.workflows import AnswerValidationError, WorkflowSchema
 
 #: The queue's orders (``Campaign.assignment``), in words for the pages that offer the choice.
 ASSIGNMENTS: dict[str, str] = {

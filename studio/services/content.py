@@ -17,10 +17,10 @@ from sqlalchemy import Row, func, select
 from sqlmodel import Session, col
 
 from pipeline.prompts import CONTEXT_ORDER, context_fields
+from studio.errors import NotFound
 from studio.models import Item, ResponseRow, ScenarioRow, ScoreRow
-from studio.services.errors import NotFound
 
-#: Always shown (the defaults of DESIGN.md): the scenario's conversation.
+#: Always shown (the defaults of ARCHITECTURE.md "Human evaluation"): the scenario's conversation.
 BASE_SCENARIO_FIELDS: tuple[str, ...] = ("persona", "history", "user_input")
 #: Tags an annotator may see when ``reveal`` includes ``tags`` (never ``high_risk`` kinds beyond the flag).
 REVEALABLE_TAGS: tuple[str, ...] = ("language", "emotion", "instruction_kind", "high_risk", "risk_kind")

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from sqlalchemy import Select, func, select
 from sqlmodel import Session, col
 
+from studio.errors import InvalidInput, NotFound
 from studio.models import (
     Answer,
     AuditLog,
@@ -36,7 +37,6 @@ from studio.models.curation import (
     ScenarioStatusPublic,
 )
 from studio.results.agreement import percent_agreement
-from studio.schemas import FreeText, WorkflowSchema
 from studio.services.curation_decisions import (
     ACTIONS,
     decide_scenario,
@@ -44,7 +44,6 @@ from studio.services.curation_decisions import (
     scenario_revision,
 )
 from studio.services.curation_findings import scenario_findings
-from studio.services.errors import InvalidInput, NotFound
 from studio.services.publishing import (
     accepted_records,
     content_hash,
@@ -55,6 +54,7 @@ from studio.services.publishing import (
     publish_dataset,
     publish_preview,
 )
+from studio.workflows import FreeText, WorkflowSchema
 
 # Re-exported: the decision and publishing live beside (studio.services.curation_decisions, .publishing).
 __all__ = [

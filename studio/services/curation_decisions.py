@@ -20,9 +20,9 @@ from pydantic import ValidationError
 from sqlmodel import Session
 
 from pipeline.records import Scenario
+from studio.errors import Conflict, InvalidInput, NotFound
 from studio.models import AuditLog, ScenarioRow, utc_now
 from studio.models.curation import EDITABLE_FIELDS, ScenarioStatus, ScenarioStatusPublic
-from studio.services.errors import Conflict, InvalidInput, NotFound
 
 SCENARIO_FIELDS: tuple[str, ...] = (
     "id",

@@ -23,8 +23,8 @@ from pathlib import Path
 from pipeline.dataset import UPSTREAM_FILE_SUBTASKS, import_upstream, validate_file
 from pipeline.jsonl import RecordError, checked_lines, parse_json_line, validate_lines
 from pipeline.records import Scenario
-from studio.ingest import name_problems
-from studio.services.errors import InvalidInput
+from studio.errors import InvalidInput
+from studio.services.ingest import name_problems
 
 STAGING_PREFIX = "h2h-import-"
 KEEP_SECONDS = 3600.0

@@ -19,10 +19,10 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
 from pipeline.records import Scenario
+from studio.errors import Conflict, InvalidInput, NotFound
 from studio.models import AuditLog, ScenarioRow
 from studio.models.curation import DatasetVersion, DatasetVersionPublic, ScenarioStatus
 from studio.services.curation_decisions import scenario_record
-from studio.services.errors import Conflict, InvalidInput, NotFound
 
 #: Who may have decided an accepted scenario (the prefix of ``ScenarioStatus.decided_by``) and how a preview says it.
 DECIDERS: dict[str, str] = {"curator": "a curator", "expert": "the experts' rule", "crowd": "the crowd's rule"}

@@ -1,4 +1,4 @@
-"""The work queue (DESIGN.md "Rules every workflow obeys").
+"""The work queue (ARCHITECTURE.md "Rules every workflow obeys").
 
 Next item = one still short of its quota (stored answers + live leases < people per item), not yet
 answered by this person, in the campaign's ``assignment`` order — ``fill`` (the default): the item closest to its
@@ -26,10 +26,9 @@ from sqlalchemy import Select, bindparam, select
 from sqlmodel import Session, col
 
 from studio.db import lock_campaign
+from studio.errors import Conflict, NotFound, PermissionDenied
 from studio.models import Campaign, Skip, UserPublic, utc_now
-from studio.schemas import WorkflowSchema
 from studio.services.content import DISPLAY_CHARS, build_item_content, pair_is_swapped
-from studio.services.errors import Conflict, NotFound, PermissionDenied
 from studio.services.queue_rows import (
     CampaignState,
     campaign_row,
@@ -45,6 +44,7 @@ from studio.services.queue_rows import (
     score_row,
 )
 from studio.services.text import is_unicode, safe_text
+from studio.workflows import WorkflowSchema
 
 DEFAULT_LEASE_SECONDS = 600
 _CAMPAIGNS_BY_NAME = "h2h_campaigns_by_name"  # key in ``Session.info``: the campaigns this session looked up

@@ -37,7 +37,7 @@ from sqlmodel import Session, SQLModel, col
 from studio.db import core_connection
 from studio.models import Answer, AnswerPublic, Campaign, Item, Lease, ResponseRow, ScenarioRow, ScoreRow, Skip
 from studio.models.types import UTCDateTime
-from studio.schemas import WorkflowSchema
+from studio.workflows import WorkflowSchema
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,10 +16,10 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from pipeline.curation.records import PairInput
+from studio.errors import InvalidInput
 from studio.models import Answer, Campaign, Item, PairJudgmentRow, ResponseRow, ScenarioRow
-from studio.schemas import Pairwise, WorkflowSchema
-from studio.services.errors import InvalidInput
 from studio.services.queue import get_campaign
+from studio.workflows import Pairwise, WorkflowSchema
 
 SIDES: tuple[str, ...] = ("a", "b", "tie")
 

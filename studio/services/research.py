@@ -27,6 +27,7 @@ from pipeline.leaderboard import (
 )
 from pipeline.records import JUDGED_SUBTASKS
 from pipeline.results import judge_label
+from studio.errors import InvalidInput, NotFound
 from studio.models import Campaign, ResponseRow, ScoreRow
 from studio.results.aggregate import complete_answers
 from studio.results.store_views import (
@@ -35,10 +36,9 @@ from studio.results.store_views import (
     score_frame,
 )
 from studio.results.tables import instruction_following_table, instruction_ratings, safety_ratings, table3
-from studio.schemas import MeanRule
-from studio.services.errors import InvalidInput, NotFound
 from studio.services.progress import complete_at
 from studio.services.queue import campaign_schema, get_campaign
+from studio.workflows import MeanRule
 
 #: The score columns Table 3 reads: only the rated responses' scores are loaded.
 SAFETY_SCORE_COLUMNS: tuple[str, ...] = ("scenario_id", "model", "variant", "bleu4", "rougeL", "ss", "signature")

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlmodel import Session, col
 
 from pipeline.leaderboard import awaiting_adjudication
+from studio.errors import InvalidInput, NotFound
 from studio.models import Answer, Campaign, Item, User
 from studio.results.agreement import (
     ItemSet,
@@ -38,7 +39,6 @@ from studio.results.store_views import (
     question_levels,
     score_frame,
 )
-from studio.services.errors import InvalidInput, NotFound
 from studio.services.progress import campaign_progress, complete_at
 from studio.services.queue import campaign_schema, get_campaign
 from studio.services.research import choose_rows, mask_awaiting_adjudication, with_judge_labels

@@ -8,7 +8,7 @@ from sqlalchemy import func, insert, select
 from sqlmodel import Session, col
 
 from studio.models import AuditLog, Campaign, Item
-from studio.schemas import load_schemas
+from studio.workflows import load_schemas
 
 REVIEW_WORKFLOW = "expert_review"
 

@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from studio.errors import InvalidInput
 from studio.models.types import STORE_INT_MAX
-from studio.services.errors import InvalidInput
 
 
 def safe_text(text: str) -> str:

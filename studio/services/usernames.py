@@ -22,7 +22,7 @@ import unicodedata
 from collections.abc import Iterable
 from typing import Any
 
-from studio.services.errors import Conflict, InvalidInput
+from studio.errors import Conflict, InvalidInput
 from studio.services.text import describe, visible_text
 from studio.services.text import is_hidden_in_name as is_hidden
 

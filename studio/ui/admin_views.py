@@ -142,7 +142,7 @@ def stored_html(added: int, updated: int) -> str:
 def people_per_item(typed: str | float | None) -> int | None:
     """The "people per item" a person typed: None when empty (the workflow's own), else a whole number (the use case
     says when it is below 1). Raises ``InvalidInput`` naming the field for anything else."""
-    from studio.services.errors import InvalidInput
+    from studio.errors import InvalidInput
 
     number = read_number(typed if typed is not None else "")
     if number is None:

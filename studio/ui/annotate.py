@@ -22,9 +22,8 @@ signed out — sign in again".
 from collections.abc import Callable
 from typing import Any
 
-from studio.schemas import WorkflowSchema
+from studio.errors import Conflict, InvalidInput, NotAuthenticated, ServiceError
 from studio.services.answers_mine import NOTHING_CHANGED
-from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, ServiceError
 from studio.services.text import visible_text
 from studio.ui.annotate_form import FormParts, build_form
 from studio.ui.annotate_keys import SHORTCUTS_HELP
@@ -35,6 +34,7 @@ from studio.ui.render import render_message
 from studio.ui.shown import ShownItem
 from studio.usecases import annotate
 from studio.usecases.annotate import AnswerLimits, Offer, Submission
+from studio.workflows import WorkflowSchema
 
 __all__ = ["NO_FORM_YET", "AnnotateTab", "FormParts", "campaign_choices", "panel_of"]
 

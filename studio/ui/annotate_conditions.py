@@ -9,7 +9,7 @@ answer was stored with fewer options than were typed.
 Each form carries its rules as data (:func:`conditions_html`, a hidden element); the script applies the rule
 :func:`studio.ui.forms.is_asked` states, in question order: a question is asked when each question its ``when``
 names is itself asked and its answer, written as the server writes it (``str`` of the value), is among the allowed
-values. The server still checks ``when`` on every submit (:meth:`studio.schemas.WorkflowSchema.validate_answers`),
+values. The server still checks ``when`` on every submit (:meth:`studio.workflows.WorkflowSchema.validate_answers`),
 and a value left in a hidden question is no answer (:func:`studio.ui.forms.answers_from_form`).
 
 The script recomputes on every input and change event (so the keyboard script's digit is followed at once:
@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import json
 
-from studio.schemas import WorkflowSchema
 from studio.ui.render import escape_attribute
+from studio.workflows import WorkflowSchema
 
 #: The attribute the script sets on the box of a question that is not asked (styled ``display: none``).
 UNASKED_ATTRIBUTE = "data-h2h-unasked"

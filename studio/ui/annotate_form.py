@@ -7,10 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from studio.schemas import WorkflowSchema
 from studio.ui.annotate_conditions import conditions_html
 from studio.ui.annotate_views import field_error_html
 from studio.ui.forms import build_component, empty_value
+from studio.workflows import WorkflowSchema
 
 
 @dataclass

@@ -10,7 +10,7 @@ decide what they may read (their own answers; whole texts of items they were han
 from collections.abc import Callable
 from typing import Any
 
-from studio.services.errors import ServiceError
+from studio.errors import ServiceError
 from studio.ui.annotate_views import answer_choices, refusal_html, revise_panel
 from studio.ui.forms import shown_value
 from studio.ui.render import render_item, render_item_id, render_message

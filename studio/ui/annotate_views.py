@@ -11,9 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from studio.errors import NotAuthenticated
 from studio.models import AnswerPublic
-from studio.schemas import Pairwise, WorkflowSchema
-from studio.services.errors import NotAuthenticated
 from studio.ui.forms import choices_of, is_empty
 from studio.ui.render import (
     SIGNED_OUT_HTML,
@@ -28,6 +27,7 @@ from studio.ui.render import (
 )
 from studio.ui.shown import ShownItem, form_key
 from studio.usecases.annotate import AnsweredItem, Offer
+from studio.workflows import Pairwise, WorkflowSchema
 
 REVISING = (
     "Revising your answer to item {item}. Submit saves the change; Skip (S) goes back to your next item and "

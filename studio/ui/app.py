@@ -7,7 +7,6 @@ import logging
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from studio.schemas import WorkflowSchema, load_schemas
 from studio.ui.annotate_conditions import CONDITIONS_CSS, CONDITIONS_SCRIPT
 from studio.ui.annotate_keys import KEYBOARD_SCRIPT, KEYS_CSS
 from studio.ui.calls import OpenContext
@@ -15,6 +14,7 @@ from studio.ui.pages_css import PAGES_CSS
 from studio.ui.render import CHAT_CSS, escape_text
 from studio.ui.shown import form_key
 from studio.usecases.annotate import AnswerLimits
+from studio.workflows import WorkflowSchema, load_schemas
 
 logger = logging.getLogger(__name__)
 
@@ -103,8 +103,8 @@ def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research
     read session."""
     import gradio as gr
 
+    from studio.errors import ServiceError
     from studio.policies import CurationPolicy, ResultsPolicy, is_allowed
-    from studio.services.errors import ServiceError
 
     def skipped(tab: Any) -> list[Any]:
         return [gr.skip()] * len(tab.load_outputs())

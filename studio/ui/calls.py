@@ -39,7 +39,7 @@ def refused_as_gradio_errors() -> Iterator[None]:
     import gradio as gr
 
     from studio.db import is_store_fault
-    from studio.services.errors import STORE_UNAVAILABLE, ServiceError
+    from studio.errors import STORE_UNAVAILABLE, ServiceError
 
     try:
         yield

@@ -66,7 +66,7 @@ class AggregationPanel:
     def _on_rater(self) -> Any:
         import gradio as gr
 
-        from studio.services.errors import InvalidInput, NotFound
+        from studio.errors import InvalidInput, NotFound
 
         def on_rater(campaign: str | None, request: gr.Request) -> list[Any]:
             with reading(self.open_context, request) as (session, caller):

@@ -13,8 +13,8 @@ the curator typed and stays usable. Only a caller who may not decide at all gets
 from collections.abc import Callable
 from typing import Any
 
+from studio.errors import Conflict, InvalidInput, NotFound, ServiceError
 from studio.services.curation_decisions import FORM_CONTEXT_LISTS, FORM_FIELDS, EditProblem
-from studio.services.errors import Conflict, InvalidInput, NotFound, ServiceError
 from studio.ui.calls import OpenContext, reading, toast_text
 from studio.ui.curate_views import decision_message
 from studio.ui.render import escape_text, render_message

@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from studio.services.errors import InvalidInput
+from studio.errors import InvalidInput
 
 DOWNLOAD_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
 DOWNLOAD_PREFIX = "h2h-download-"

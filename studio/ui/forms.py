@@ -19,7 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from studio.schemas import (
+from studio.workflows import (
     AnswerValidationError,
     FreeText,
     MultipleChoice,

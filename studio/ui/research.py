@@ -282,7 +282,7 @@ class ResearchTab:
         error overlay over the tab; a refusal (not signed in, a role that may not read results) is an error."""
         import gradio as gr
 
-        from studio.services.errors import InvalidInput, NotFound
+        from studio.errors import InvalidInput, NotFound
 
         emptied = [_empty_value(component) for component in outputs[1:]]
 

@@ -18,10 +18,10 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError, model_validator
 
+from studio.errors import InvalidInput
 from studio.models.types import StoredId
-from studio.schemas import WorkflowSchema
-from studio.services.errors import InvalidInput
 from studio.services.queue import ItemView
+from studio.workflows import WorkflowSchema
 
 
 class ShownItem(BaseModel):

@@ -17,7 +17,7 @@ def sign_in(engine: Engine, *, username: str, password: str, ttl_seconds: int) -
     Two transactions on purpose: the password (argon2, slow by design) is checked in a read session and only the
     token is written in a write transaction, so sign-ins never hold SQLite's write lock while hashing (30 people
     signing in at once would otherwise queue every answer behind them). The front doors count failed attempts
-    (``studio.security.LoginThrottle``) around it.
+    (``studio.web.security.LoginThrottle``) around it.
     """
     with read_session(engine) as session:
         user_id = auth.check_credentials(session, username=username, password=password)

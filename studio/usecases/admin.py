@@ -15,17 +15,17 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, field_validator
 from sqlmodel import Session
 
+from studio.errors import InvalidInput
 from studio.models import CampaignPublic, UserPublic
 from studio.policies import AdminPolicy, AuditPolicy, authorize
-from studio.schemas import WorkflowSchema, load_schemas
 from studio.services import audit, auth, campaigns
 from studio.services.campaigns import CampaignOverview, CampaignStatusChange, TargetChoices, TargetSelection
 from studio.services.curation import Page
-from studio.services.errors import InvalidInput
 from studio.services.progress import QuotaReport, quota_report
 from studio.services.queue import get_campaign
 from studio.services.usernames import visible_username
 from studio.usecases.queries import Paging, parse
+from studio.workflows import WorkflowSchema, load_schemas
 
 CAMPAIGN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 

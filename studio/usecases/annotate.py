@@ -13,18 +13,18 @@ from typing import Any
 from pydantic import BaseModel, Field
 from sqlmodel import Session
 
+from studio.errors import NotFound
 from studio.models import AnswerPublic, CampaignPublic, UserPublic
 from studio.models.types import StoredId
 from studio.policies import AccountPolicy, CampaignPolicy, authorize, is_allowed
-from studio.schemas import WorkflowSchema
 from studio.services import answers, campaigns, content, queue
 from studio.services import progress as progress_service
 from studio.services.answers import DEFAULT_MAX_SECONDS, ReviseResult, SubmitResult
 from studio.services.campaigns import CampaignSummary
-from studio.services.errors import NotFound
 from studio.services.queue import DEFAULT_LEASE_SECONDS, ItemView
 from studio.services.queue_rows import CampaignState
 from studio.settings import Settings
+from studio.workflows import WorkflowSchema
 
 
 @dataclass(frozen=True)

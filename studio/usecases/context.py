@@ -31,9 +31,9 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from studio.db import is_store_fault, read_session, write_session
+from studio.errors import STORE_UNAVAILABLE, NotAuthenticated, StoreUnavailable
 from studio.models import UserPublic
 from studio.services.auth import signed_in
-from studio.services.errors import STORE_UNAVAILABLE, NotAuthenticated, StoreUnavailable
 
 
 @contextmanager

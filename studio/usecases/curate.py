@@ -15,6 +15,7 @@ import pandas as pd
 from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session
 
+from studio.errors import InvalidInput
 from studio.models import AuditLogPublic, UserPublic
 from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
 from studio.policies import AuditPolicy, CurationPolicy, authorize
@@ -22,7 +23,6 @@ from studio.services import aggregation, curation, rater
 from studio.services import curation_decisions as decisions
 from studio.services.aggregation import AggregationSummary
 from studio.services.curation import Page
-from studio.services.errors import InvalidInput
 from studio.services.publishing import PublishPreview
 from studio.services.rater import RaterAgreement
 from studio.usecases.queries import Paging, ResponseFilters, ScenarioFilters, parse

@@ -17,12 +17,12 @@ from sqlalchemy import select
 from sqlmodel import Session, col
 
 from pipeline.records import Scenario
-from studio.ingest import IngestReport, ingest_scenarios, scenario_row
+from studio.errors import InvalidInput, PermissionDenied, ServiceError
 from studio.models import AuditLog, ScenarioRow, UserPublic
 from studio.policies import AdminPolicy, authorize
 from studio.services import imports
-from studio.services.errors import InvalidInput, PermissionDenied, ServiceError
 from studio.services.imports import StagedImport, UploadedFile
+from studio.services.ingest import IngestReport, ingest_scenarios, scenario_row
 
 _ID_CHUNK = 500
 

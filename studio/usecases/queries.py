@@ -12,8 +12,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from studio.errors import InvalidInput
 from studio.models.curation import STATUSES
-from studio.services.errors import InvalidInput
 
 MAX_PAGE_SIZE = 500
 Parsed = TypeVar("Parsed", bound=BaseModel)

@@ -13,11 +13,11 @@ from typing import Any
 import pandas as pd
 from sqlmodel import Session
 
+from studio.errors import InvalidInput
 from studio.models import UserPublic
 from studio.policies import ResultsPolicy, authorize
 from studio.results.defaults import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from studio.services import research, research_quality
-from studio.services.errors import InvalidInput
 from studio.services.research import LeaderboardView, ScoreChoices
 from studio.services.research_quality import CalibrationView, CampaignAgreement
 

@@ -14,8 +14,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 
 from studio.db import create_db_engine
-from studio.security import LoginThrottle
-from studio.services.errors import NotAuthenticated, ServiceError
+from studio.errors import NotAuthenticated, ServiceError
 from studio.services.text import safe_text
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
@@ -23,6 +22,7 @@ from studio.web.deps import refuse_unstorable_input
 from studio.web.faults import add_store_fault_handlers
 from studio.web.middleware import BodySizeLimit
 from studio.web.routes import account, admin, annotate, curation, results
+from studio.web.security import LoginThrottle
 
 PREFIX = "/v1"
 ROUTERS = (account.router, annotate.router, results.router, curation.router, admin.router)

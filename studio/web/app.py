@@ -26,9 +26,8 @@ from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 
 from studio.db import read_session
-from studio.security import LoginThrottle, SameOriginMiddleware, SecurityHeadersMiddleware, security_headers
+from studio.errors import ServiceError, StoreUnavailable
 from studio.services.campaigns import schema_snapshots
-from studio.services.errors import ServiceError, StoreUnavailable
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
 from studio.web import pages, static
@@ -38,6 +37,7 @@ from studio.web.faults import GRADIO_STATUS, StoreFaultGuard, add_store_fault_ha
 from studio.web.gate import RequestGate
 from studio.web.middleware import UI_PATH, LoginRedirectMiddleware
 from studio.web.queue_limit import QUEUE_SIZE, QueueLimit
+from studio.web.security import LoginThrottle, SameOriginMiddleware, SecurityHeadersMiddleware, security_headers
 from studio.web.sessions import RESOLVED_CALLER, GradioGate
 from studio.web.uploads import MULTIPART_OVERHEAD, UploadGate
 

@@ -29,7 +29,7 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from sqlalchemy import Engine
 
-from studio.services.errors import NotAuthenticated
+from studio.errors import NotAuthenticated
 from studio.services.text import unstorable
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
@@ -162,7 +162,7 @@ def _params_problem(request: Request) -> str | None:
 async def refuse_unstorable_input(request: Request) -> None:
     """Dependency of every API route: 422 naming the field for a path, query or JSON body value the store cannot take
     (:func:`unstorable`). No I/O: the JSON body is the one FastAPI has already parsed for the route."""
-    from studio.services.errors import InvalidInput
+    from studio.errors import InvalidInput
 
     why = _params_problem(request)
     if why is None and "json" in request.headers.get("content-type", ""):

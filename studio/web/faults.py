@@ -2,7 +2,7 @@
 
 When the store cannot serve a request — PostgreSQL restarting or unreachable, SQLite locked past its busy timeout,
 read-only or full — the request did nothing (its transaction is rolled back). Every front door says so in the same
-words (:data:`studio.services.errors.STORE_UNAVAILABLE`) instead of a plain-text 500:
+words (:data:`studio.errors.STORE_UNAVAILABLE`) instead of a plain-text 500:
 
 - the REST API answers ``503 {"detail": "database: ..."}`` with ``Retry-After``;
 - Gradio's routes answer ``500 {"detail": "database: ..."}`` with ``Retry-After``: Gradio's page shows a JSON
@@ -23,7 +23,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from studio.db import is_store_fault
-from studio.services.errors import STORE_UNAVAILABLE, StoreUnavailable
+from studio.errors import STORE_UNAVAILABLE, StoreUnavailable
 from studio.web.middleware import ResponseStarted
 
 logger = logging.getLogger(__name__)

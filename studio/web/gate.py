@@ -31,7 +31,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from studio.services.errors import StoreUnavailable
+from studio.errors import StoreUnavailable
 from studio.web.bodies import MAX_JSON_DEPTH, GuardedBody
 from studio.web.deps import RecentCallers, token_from_request
 from studio.web.middleware import live_username, too_large_detail

@@ -2,7 +2,7 @@
 
 Plain ASGI, not ``@app.middleware("http")``: Starlette's ``BaseHTTPMiddleware`` wraps *every* request (API calls
 included) in a task group and memory streams, which cost about 8 % of the server's CPU under load. The security
-headers and the same-origin check live in :mod:`studio.security`.
+headers and the same-origin check live in :mod:`studio.web.security`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from studio.services.errors import ServiceError, StoreUnavailable
+from studio.errors import ServiceError, StoreUnavailable
 from studio.usecases.context import RequestContext
 from studio.web.bodies import GuardedBody
 from studio.web.deps import request_context

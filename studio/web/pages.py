@@ -3,7 +3,7 @@
 
 Signing in sets the ``h2h_session`` cookie (HttpOnly, SameSite=Lax; Secure per ``Settings.cookie_secure``). Both
 forms refuse a POST from another site's page (login CSRF; an ``<img src=/logout>`` signs nobody out), and failed
-sign-ins count against the application's :class:`studio.security.LoginThrottle`, shared with ``POST /api/v1/login``.
+sign-ins count against the application's :class:`studio.web.security.LoginThrottle`, shared with ``POST /api/v1/login``.
 Signing out — either way — revokes the session's token in the store and drops the cookie.
 """
 
@@ -16,11 +16,11 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from studio.db import write_session
-from studio.security import LoginThrottled, client_address, origin_matches
-from studio.services.errors import InvalidInput, ServiceError
+from studio.errors import InvalidInput, ServiceError
 from studio.usecases import account
 from studio.web.deps import SESSION_COOKIE
 from studio.web.middleware import UI_PATH, has_live_session
+from studio.web.security import LoginThrottled, client_address, origin_matches
 
 router = APIRouter(include_in_schema=False)
 
@@ -52,7 +52,7 @@ def login_page(error: str | None = None, status_code: int = 200) -> HTMLResponse
 
 def same_origin(request: Request) -> bool:
     """A form POST from another site carries its own Origin; refuse it (login CSRF). One rule with the middleware
-    (:func:`studio.security.origin_matches`: scheme, host and port)."""
+    (:func:`studio.web.security.origin_matches`: scheme, host and port)."""
     origin = request.headers.get("origin")
     return origin_matches(origin, scheme=request.url.scheme, host=request.headers.get("host", ""))
 

@@ -22,8 +22,8 @@ from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from studio.errors import ServiceError
 from studio.policies import AdminPolicy, is_allowed
-from studio.services.errors import ServiceError
 from studio.web.bodies import GuardedBody
 from studio.web.deps import request_context
 from studio.web.middleware import UI_PATH

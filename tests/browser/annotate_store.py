@@ -66,10 +66,10 @@ def _scenarios() -> list[Scenario]:
 def build_annotate_store(folder: Path) -> AnnotateStore:
     """Write the run, ingest it into a fresh SQLite store, add the people and the campaigns."""
     from studio.db import create_db_engine, upgrade_db, write_session
-    from studio.ingest import ingest_run
-    from studio.schemas import TargetFilter, load_schemas
     from studio.services.auth import create_user
     from studio.services.campaigns import create_campaign
+    from studio.services.ingest import ingest_run
+    from studio.workflows import TargetFilter, load_schemas
 
     run = folder / "run"
     run.mkdir(parents=True)

@@ -188,11 +188,11 @@ def build_research_store(folder: Path) -> ResearchStore:
     """Write the run, ingest it into a fresh SQLite store, add people (researcher01, annotator01, expert01,
     rater01-03) and answer the campaigns: adjudication of one PHISH item, SAP safety, instruction following."""
     from studio.db import create_db_engine, upgrade_db, write_session
-    from studio.ingest import ingest_run
-    from studio.schemas import load_schemas
     from studio.services.aggregation import aggregate_all
     from studio.services.auth import create_user
     from studio.services.campaigns import TargetSelection, create_campaign
+    from studio.services.ingest import ingest_run
+    from studio.workflows import load_schemas
 
     run_dir = folder / "run"
     write_run(run_dir)

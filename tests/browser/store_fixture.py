@@ -100,10 +100,10 @@ def _score(response: Response, subtask: str) -> Score:
 def build_store(folder: Path, *, annotators: int = 3, experts: int = 1) -> StoreFixture:
     """Write a run directory, ingest it into a fresh SQLite store, add accounts and three campaigns."""
     from studio.db import create_db_engine, upgrade_db, write_session
-    from studio.ingest import ingest_run
-    from studio.schemas import load_schemas
     from studio.services.auth import create_user
     from studio.services.campaigns import create_campaign
+    from studio.services.ingest import ingest_run
+    from studio.workflows import load_schemas
 
     run_dir = folder / "run"
     run_dir.mkdir(parents=True)

@@ -19,7 +19,7 @@ import pytest
 
 from pipeline.jsonl import write_records
 from pipeline.records import Response, Scenario
-from studio.schemas import MultipleChoice, load_schemas
+from studio.workflows import MultipleChoice, load_schemas
 from tests.browser.annotate_store import AnnotateStore
 from tests.browser.artifacts import save_screenshot
 from tests.browser.conftest import UI_WAIT_MS, Studio, choose_campaign, sign_in
@@ -39,12 +39,12 @@ KEY_GAP_MS = (30, 80)
 def typing_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     """A studio whose SAP safety campaign has :data:`ITEMS` responses, and one annotator."""
     from studio.db import create_db_engine, upgrade_db, write_session
-    from studio.ingest import ingest_run
-    from studio.schemas import TargetFilter
     from studio.services.auth import create_user
     from studio.services.campaigns import create_campaign
+    from studio.services.ingest import ingest_run
     from studio.settings import get_settings
     from studio.web.app import create_app
+    from studio.workflows import TargetFilter
     from tests.serving import serve_in_thread
 
     folder = Path(tmp_path_factory.mktemp("typing"))

@@ -28,13 +28,13 @@ HOSTILE_REASON = "<img src=x onerror=\"window.__pwned='reason'\"><b>bold</b> the
 @pytest.fixture(scope="module")
 def findings(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     """A studio of its own: the browser store plus a refine folder ingested (one reason made hostile)."""
-    from studio.curation_ingest import ingest_curation
-    from studio.ingest import ingest_run
-    from studio.schemas import load_schemas
     from studio.services.auth import create_user
     from studio.services.campaigns import TargetSelection, create_campaign
+    from studio.services.curation_ingest import ingest_curation
+    from studio.services.ingest import ingest_run
     from studio.settings import get_settings
     from studio.web.app import create_app
+    from studio.workflows import load_schemas
 
     root = Path(tmp_path_factory.mktemp("findings"))
     store = build_store(root / "store")

@@ -113,8 +113,8 @@ def _run_dir(folder: Path) -> Path:
 def layout_studio(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     """A studio of its own: the browser store, the second run ingested, and a curator."""
     from studio.db import create_db_engine, write_session
-    from studio.ingest import ingest_run
     from studio.services.auth import create_user
+    from studio.services.ingest import ingest_run
     from studio.settings import get_settings
     from studio.web.app import create_app
 

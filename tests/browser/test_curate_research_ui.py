@@ -37,12 +37,12 @@ HOSTILE_ID = "b-evil-1"
 @pytest.fixture(scope="module")
 def curation(studio: Studio, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
     """Curator and researcher accounts, a hostile scenario with a hostile crowd comment (its campaign closed)."""
-    from studio.ingest import ingest_run
-    from studio.schemas import load_schemas
     from studio.services.answers import submit_answer
     from studio.services.auth import create_user
     from studio.services.campaigns import TargetSelection, create_campaign, set_campaign_status
+    from studio.services.ingest import ingest_run
     from studio.services.queue import next_item
+    from studio.workflows import load_schemas
 
     engine = create_db_engine(studio.store.database_url)
     run = RunDir(tmp_path_factory.mktemp("hostile-run")).ensure()

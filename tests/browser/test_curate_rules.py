@@ -14,7 +14,7 @@ from sqlmodel import select
 
 from studio.db import create_db_engine, write_session
 from studio.models.curation import ScenarioStatus
-from studio.schemas import WorkflowSchema, load_schemas
+from studio.workflows import WorkflowSchema, load_schemas
 from tests.browser.artifacts import save_screenshot
 from tests.browser.conftest import Studio, sign_in
 from tests.browser.store_fixture import PASSWORD, build_store

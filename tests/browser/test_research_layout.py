@@ -76,8 +76,8 @@ def _write_run(run_dir: Path) -> None:
 def full_table(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A store with every subtask of the paper, served; its URL."""
     from studio.db import create_db_engine, upgrade_db, write_session
-    from studio.ingest import ingest_run
     from studio.services.auth import create_user
+    from studio.services.ingest import ingest_run
     from studio.settings import get_settings
     from studio.web.app import create_app
 

@@ -1,7 +1,7 @@
 """Security of the served studio, attacked the way a stranger would: over HTTP and in Chromium.
 
-The studio here is ``create_app`` as served (it adds :class:`studio.security.SecurityHeadersMiddleware`
-and :class:`studio.security.SameOriginMiddleware` itself). The store adds a model whose *name* and a scenario
+The studio here is ``create_app`` as served (it adds :class:`studio.web.security.SecurityHeadersMiddleware`
+and :class:`studio.web.security.SameOriginMiddleware` itself). The store adds a model whose *name* and a scenario
 whose *id* are hostile markup, since both come from
 data files, not from trusted YAML.
 
@@ -64,7 +64,7 @@ document.addEventListener('securitypolicyviolation',
 
 def _add_hostile_run(database_url: str, folder: Path) -> None:
     """Ingest one scenario with a hostile id and a response of a model with a hostile name (with a score)."""
-    from studio.ingest import ingest_run
+    from studio.services.ingest import ingest_run
 
     folder.mkdir(parents=True)
     scenario = Scenario(id=HOSTILE_ID, subtask="dialogue_base", persona="p", user_input="hi", reference="hello")
@@ -103,9 +103,9 @@ def _add_hostile_run(database_url: str, folder: Path) -> None:
 
 def _add_staff_and_a_hostile_campaign(database_url: str) -> None:
     from studio.db import write_session
-    from studio.schemas import load_schemas
     from studio.services.auth import create_user
     from studio.services.campaigns import create_campaign
+    from studio.workflows import load_schemas
 
     engine = create_db_engine(database_url)
     try:

@@ -170,7 +170,7 @@ def test_an_annotator_never_sees_or_opens_an_expert_campaign(studio: Studio, pag
     assert any("test-crowd_vote" in option for option in options)
     assert not any("adjudication" in option for option in options)
     # Calling the campaign's use case directly with the page's session (as a crafted request would) is refused.
-    from studio.services.errors import PermissionDenied
+    from studio.errors import PermissionDenied
     from studio.usecases import annotate
     from studio.usecases.context import RequestContext
 

@@ -55,7 +55,7 @@ def test_there_is_one_copy_of_the_workflows_and_of_the_data() -> None:
 
 def test_the_checkout_reads_the_top_level_folders() -> None:
     from pipeline.paths import bundled_resources
-    from studio.schemas import default_schemas_dir
+    from studio.workflows import default_schemas_dir
 
     assert default_schemas_dir().resolve() == REPO_ROOT / "annotation_schemas"
     assert bundled_resources().resolve() == REPO_ROOT / "data"
@@ -81,7 +81,7 @@ def test_an_installed_copy_reads_the_top_level_yaml_it_was_built_from(tmp_path: 
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "-q", "--no-deps", "--no-index"]
     subprocess.run([*pip, "--no-build-isolation", "--target", str(target), str(source)], check=True)
     probe = (
-        "import studio; from studio.schemas import load_schemas; "
+        "import studio; from studio.workflows import load_schemas; "
         "print(studio.__file__); print(load_schemas()['crowd_vote'].title)"
     )
     shown = subprocess.run(

@@ -17,9 +17,9 @@ from sqlalchemy import Engine, inspect, text
 from pipeline.rundir import RunDir
 from studio.db import create_db_engine, upgrade_db, write_session
 from studio.models import ROLES, CampaignPublic, UserPublic
-from studio.schemas import load_schemas
 from studio.services.auth import hash_password
 from studio.services.campaigns import create_campaign
+from studio.workflows import load_schemas
 from tests.requirements import require
 
 # Re-exported: other test modules still import these names from here.
@@ -91,7 +91,7 @@ def run_dir(tmp_path: Path) -> RunDir:
 @pytest.fixture
 def corpus(engine: Engine, run_dir: RunDir) -> Engine:
     """The store with :func:`write_run`'s run ingested."""
-    from studio.ingest import ingest_run
+    from studio.services.ingest import ingest_run
 
     ingest_run(engine, run_dir)
     return engine

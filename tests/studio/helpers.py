@@ -15,11 +15,11 @@ from pipeline.records import Judgment, Response, Scenario, ScenarioTags, Score, 
 from pipeline.rundir import RunDir, model_dump_line
 from studio.db import write_session
 from studio.models import Item, ResponseRow, User, UserPublic
-from studio.schemas import load_schemas
 from studio.services.aggregation import aggregate_all
 from studio.services.answers import submit_answer
 from studio.services.campaigns import create_campaign
 from studio.services.queue import next_item
+from studio.workflows import load_schemas
 
 MODELS = ("model-alpha", "model-beta")
 PASSWORD = "correct horse battery staple"

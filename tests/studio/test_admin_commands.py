@@ -9,9 +9,9 @@ from sqlalchemy import Engine, select
 
 from studio.cli import build_cli
 from studio.db import read_session, write_session
+from studio.errors import NotAuthenticated
 from studio.models import AuditLog, CampaignPublic, UserPublic
 from studio.services.auth import login, user_for_token
-from studio.services.errors import NotAuthenticated
 from tests.studio.conftest import PASSWORD
 
 

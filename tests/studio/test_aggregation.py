@@ -16,10 +16,9 @@ from sqlalchemy.engine import make_url
 from pipeline.records import ALPHA
 from pipeline.rundir import RunDir
 from studio.db import read_session, write_session
-from studio.ingest import ingest_run
+from studio.errors import PermissionDenied
 from studio.models import AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScoreRow, UserPublic
 from studio.models.curation import ScenarioStatus
-from studio.schemas import load_schemas
 from studio.services.aggregation import (
     aggregate,
     aggregate_all,
@@ -28,8 +27,9 @@ from studio.services.aggregation import (
     pending_adjudication,
 )
 from studio.services.campaigns import TargetSelection, create_campaign, set_campaign_status
-from studio.services.errors import PermissionDenied
+from studio.services.ingest import ingest_run
 from studio.usecases import curate
+from studio.workflows import load_schemas
 from tests.studio.helpers import add_people, answer_all, crowd_vote
 
 

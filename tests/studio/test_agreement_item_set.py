@@ -15,8 +15,8 @@ from sqlalchemy import Engine
 from studio.cli import build_cli
 from studio.db import write_session
 from studio.models import CampaignPublic, Item, ResponseRow, UserPublic
-from studio.schemas import load_schemas
 from studio.services.campaigns import create_campaign, set_campaign_status
+from studio.workflows import load_schemas
 from tests.studio.helpers import add_people, answer_all
 
 VERDICTS = ("keep", "revise", "discard")

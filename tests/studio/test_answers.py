@@ -9,10 +9,10 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from studio.db import read_session, write_session
+from studio.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.models import Answer, AnswerRevision, CampaignPublic, Item, UserPublic, utc_now
 from studio.services.answers import revise_answer, submit_answer
 from studio.services.campaigns import set_campaign_status
-from studio.services.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.services.progress import progress
 from studio.services.queue import next_item, skip_item
 from tests.studio.conftest import add_people

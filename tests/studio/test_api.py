@@ -188,8 +188,8 @@ def test_a_missing_required_number_is_refused_naming_the_question(base_url: str,
     """Issue 16 item 1 on the REST API: an adjudication without its rubric score is refused 422 naming the question
     (a null or empty score too), never stored as 0; a score of 0 sent as such is an answer."""
     from studio.db import write_session
-    from studio.schemas import TargetFilter, load_schemas
     from studio.services.campaigns import create_campaign
+    from studio.workflows import TargetFilter, load_schemas
 
     adjudication = load_schemas()["adjudication"].model_copy(update={"target_filter": TargetFilter()})
     with write_session(corpus) as session:

@@ -28,11 +28,11 @@ from sqlalchemy import Engine, func, select
 
 from studio.db import read_session, write_session
 from studio.models import Answer, AnswerRevision, AuditLog, AuthToken, Item, Lease, Skip, UserPublic, utc_now
-from studio.schemas import load_schemas
 from studio.services.auth import hash_token
 from studio.services.campaigns import TargetSelection, create_campaign
 from studio.settings import get_settings
 from studio.web.api import create_api
+from studio.workflows import load_schemas
 from tests.serving import serve_in_thread
 from tests.studio.conftest import add_people
 

@@ -16,11 +16,11 @@ from sqlalchemy import Engine
 from pipeline.jsonl import write_records
 from pipeline.records import Response, Scenario, ScenarioContext
 from studio.db import write_session
-from studio.schemas import load_schemas
 from studio.services.campaigns import create_campaign
 from studio.services.content import DISPLAY_CHARS
 from studio.settings import get_settings
 from studio.web.api import create_api
+from studio.workflows import load_schemas
 from tests.serving import serve_in_thread
 from tests.studio.conftest import PASSWORD, add_people
 
@@ -48,7 +48,7 @@ def _scenarios() -> list[Scenario]:
 
 @pytest.fixture
 def base_url(engine: Engine, tmp_path: Path, password_hash: str, db_url: str) -> Iterator[str]:
-    from studio.ingest import ingest_run
+    from studio.services.ingest import ingest_run
 
     run = tmp_path / "run"
     run.mkdir()

@@ -9,6 +9,7 @@ import pytest
 from sqlalchemy import Engine, select, update
 
 from studio.db import read_session, write_session
+from studio.errors import Conflict, InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from studio.models import AuditLog, AuthToken, User, UserPublic, utc_now
 from studio.policies import CurationPolicy, authorize
 from studio.services.auth import (
@@ -24,7 +25,6 @@ from studio.services.auth import (
     set_role,
     user_for_token,
 )
-from studio.services.errors import Conflict, InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from studio.services.usernames import normalise_username, visible_username
 from tests.studio.conftest import PASSWORD
 from tests.studio.helpers import add_people

@@ -62,7 +62,7 @@ def test_ingest_refuses_a_folder_that_is_not_a_run_directory(db_url: str, run_di
 def test_campaign_create_takes_a_schema_file_and_names_a_broken_one(
     corpus: Engine, db_url: str, tmp_path: Path
 ) -> None:
-    from studio.schemas import default_schemas_dir
+    from studio.workflows import default_schemas_dir
 
     folder = tmp_path / "schemas"
     folder.mkdir()

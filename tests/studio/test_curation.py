@@ -13,12 +13,12 @@ from sqlalchemy import Engine, func, select
 from pipeline.records import Scenario
 from pipeline.rundir import RunDir
 from studio.db import read_session, write_session
-from studio.ingest import ingest_run
+from studio.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.models import AuditLog, ResponseRow, UserPublic
 from studio.models.curation import DatasetVersion, ImmutableVersionError
 from studio.services import curation
 from studio.services.aggregation import aggregate_campaign
-from studio.services.errors import Conflict, InvalidInput, NotFound, PermissionDenied
+from studio.services.ingest import ingest_run
 from studio.usecases import curate
 from tests.studio.helpers import make_scenarios, write_run
 

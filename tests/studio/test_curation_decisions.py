@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy import Engine, select
 
 from studio.db import read_session, write_session
+from studio.errors import Conflict, InvalidInput, PermissionDenied
 from studio.models import AuditLog, UserPublic
 from studio.models.curation import ScenarioStatus
 from studio.services.curation_decisions import EditProblem, form_edits, form_values
-from studio.services.errors import Conflict, InvalidInput, PermissionDenied
 from studio.usecases import curate
 
 

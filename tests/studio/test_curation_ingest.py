@@ -14,14 +14,14 @@ from click.testing import CliRunner
 from sqlalchemy import Engine, func, select
 
 from studio.cli import build_cli
-from studio.curation_ingest import ingest_curation
 from studio.db import read_session, write_session
-from studio.ingest import IngestError
 from studio.models import Campaign, CurationReport, Item, PairJudgmentRow, PrescreenRow, ScenarioRow, UserPublic
-from studio.schemas import load_schemas
 from studio.services.campaigns import TargetSelection, create_campaign
+from studio.services.curation_ingest import ingest_curation
+from studio.services.ingest import IngestError
 from studio.services.rater import cohen_kappa, llm_human_agreement, pair_inputs
 from studio.usecases import annotate, curate
+from studio.workflows import load_schemas
 from tests.studio.curation_run import PHONE, REASON, vote_and_judge, write_refine_dir
 from tests.studio.helpers import add_people
 

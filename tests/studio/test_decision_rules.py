@@ -21,14 +21,14 @@ from sqlalchemy import Engine, select
 
 from pipeline.records import Scenario
 from studio.db import read_session, write_session
-from studio.ingest import ingest_run
+from studio.errors import Conflict, InvalidInput
 from studio.models import AuditLog, Campaign, Item, UserPublic
 from studio.models.curation import ScenarioStatus
-from studio.schemas import WorkflowSchema, load_schemas
 from studio.services.aggregation import aggregate_campaign
 from studio.services.campaigns import campaign_summaries, create_campaign, set_campaign_status
-from studio.services.errors import Conflict, InvalidInput
+from studio.services.ingest import ingest_run
 from studio.usecases import curate
+from studio.workflows import WorkflowSchema, load_schemas
 from tests.studio.helpers import add_people, answer_all, write_run
 
 PERSONA = "你是小林，一个温柔的陪伴者。"

@@ -1,4 +1,4 @@
-"""studio.demo and `h2h demo`: a fresh folder becomes a working store; running it again changes nothing."""
+"""studio.commands.demo and `h2h demo`: a fresh folder becomes a working store; running it again changes nothing."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from sqlmodel import func, select
 
 from pipeline.paths import demo_dir
+from studio.commands.demo import demo_accounts, demo_password, prepare_demo
 from studio.db import create_db_engine, read_session, write_session
-from studio.demo import demo_accounts, demo_password, prepare_demo
 from studio.models import Campaign, Item, ResponseRow, User
 from studio.services.auth import login, user_for_token
 

@@ -12,12 +12,12 @@ from sqlalchemy import Engine, select
 
 from studio.cli import build_cli
 from studio.db import read_session, write_session
-from studio.exports_votes import COLUMNS, export_votes, neutralise_cell
 from studio.models import Campaign, CampaignPublic, Item, ResponseRow, UserPublic
-from studio.schemas import load_schemas
 from studio.services.answers import submit_answer
 from studio.services.campaigns import create_campaign
 from studio.services.queue import next_item, pair_order
+from studio.services.votes_export import COLUMNS, export_votes, neutralise_cell
+from studio.workflows import load_schemas
 from tests.studio.helpers import add_people, answer_all
 
 UTF8_BOM = b"\xef\xbb\xbf"

@@ -30,6 +30,7 @@ from studio.db import (
     read_session,
     write_session,
 )
+from studio.errors import Conflict, PermissionDenied
 from studio.models import (
     Answer,
     AuthToken,
@@ -46,7 +47,6 @@ from studio.services.answers import stored_submission, submit_answer
 from studio.services.auth import hash_token, logout, user_for_token
 from studio.services.campaigns import set_campaign_status
 from studio.services.content import build_item_content
-from studio.services.errors import Conflict, PermissionDenied
 from studio.services.queue import ItemView, campaign_state, get_campaign, next_item, take_lease, view_of
 from studio.settings import get_settings
 from studio.web.api import create_api

@@ -25,13 +25,13 @@ import pytest
 from sqlalchemy import Engine
 
 from studio.db import create_db_engine, read_session, upgrade_db, write_session
+from studio.errors import PermissionDenied
 from studio.models import AuditLogPublic, CampaignPublic, UserPublic
-from studio.security import LoginThrottle, LoginThrottled, SameOriginMiddleware, origin_matches
 from studio.services import audit
 from studio.services.auth import create_user
-from studio.services.errors import PermissionDenied
 from studio.settings import get_settings
 from studio.usecases import admin, curate
+from studio.web.security import LoginThrottle, LoginThrottled, SameOriginMiddleware, origin_matches
 from tests.serving import serve_in_thread
 from tests.studio.conftest import PASSWORD
 

@@ -24,8 +24,8 @@ from sqlalchemy.engine import make_url
 
 from benchmarks.load_proxy import TcpProxy
 from studio.db import read_session
+from studio.errors import STORE_UNAVAILABLE
 from studio.models import Answer, Lease, UserPublic
-from studio.services.errors import STORE_UNAVAILABLE
 from studio.settings import get_settings
 from studio.web.app import create_app
 from tests.serving import serve_in_thread

@@ -26,9 +26,9 @@ from sqlmodel import col
 
 from pipeline.jsonl import atomic_target, write_records
 from studio.db import create_db_engine, read_session
-from studio.ingest import ingest_run
 from studio.models import CampaignPublic, Skip, UserPublic
 from studio.services.answers import answer_by_submission_id
+from studio.services.ingest import ingest_run
 from studio.settings import get_settings
 from studio.ui.annotate import ANSWERED_BEFORE_SKIP, AnnotateTab
 from studio.web.api import create_api
@@ -181,7 +181,7 @@ def test_a_writer_stopped_by_an_error_or_ctrl_c_leaves_the_output_as_it_was_and_
 SLOW_EXPORT = textwrap.dedent(
     """
     import sys, time
-    import studio.exports_votes as exports
+    import studio.services.votes_export as exports
 
     real_rows = exports.vote_rows
 

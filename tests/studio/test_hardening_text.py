@@ -20,8 +20,8 @@ from sqlalchemy import Engine, func, select, update
 
 from studio.cli import build_cli
 from studio.db import read_session, write_session
+from studio.errors import Conflict, InvalidInput
 from studio.models import AuditLog, ResponseRow, ScenarioRow, UserPublic
-from studio.services.errors import Conflict, InvalidInput
 from studio.services.text import invisible_chars, name_problem, visible_text
 from studio.services.usernames import check_new_username, skeleton, visible_username
 from studio.ui import admin_views, curate_views, decision_views, research_views, tables
@@ -185,8 +185,8 @@ def test_ingest_refuses_a_model_name_and_a_scenario_id_holding_a_bidi_control(tm
 
 
 def test_ingest_curation_refuses_a_judge_name_holding_a_bidi_control(tmp_path: Path) -> None:
-    from studio.curation_ingest import read_refine_dir
-    from studio.ingest import IngestError
+    from studio.services.curation_ingest import read_refine_dir
+    from studio.services.ingest import IngestError
     from tests.studio.curation_run import write_refine_dir
 
     folder = write_refine_dir(tmp_path / "refine")
@@ -200,7 +200,7 @@ def test_ingest_curation_refuses_a_judge_name_holding_a_bidi_control(tmp_path: P
 
 
 def test_a_scenario_id_holding_an_invisible_character_is_never_stored(engine: Engine) -> None:
-    from studio.ingest import ingest_scenarios
+    from studio.services.ingest import ingest_scenarios
     from tests.studio.helpers import make_scenarios
 
     scenario = make_scenarios()[0].model_copy(update={"id": f"dlg{OVERRIDE}-1"})

@@ -11,8 +11,8 @@ from sqlalchemy import Engine, func, select
 from pipeline.records import ALPHA, JUDGED_SUBTASKS
 from pipeline.rundir import RunDir, model_dump_line
 from studio.db import read_session
-from studio.ingest import IngestError, ingest_run
 from studio.models import AuditLog, ResponseRow, ScenarioRow, ScoreRow
+from studio.services.ingest import IngestError, ingest_run
 from tests.studio.conftest import make_scenarios, write_run
 
 

@@ -16,8 +16,8 @@ from sqlalchemy import Engine, func, select
 from pipeline.rundir import RunDir
 from studio.cli import build_cli
 from studio.db import read_session
-from studio.ingest import IngestError, ingest_run
 from studio.models import ResponseRow, ScenarioRow, ScoreRow
+from studio.services.ingest import IngestError, ingest_run
 from tests.studio.conftest import write_run
 
 

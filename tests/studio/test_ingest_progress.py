@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from studio.commands.store import ingest
 from studio.db import create_db_engine, upgrade_db, write_session
-from studio.ingest import ingest_scenarios
+from studio.services.ingest import ingest_scenarios
 from tests.pipeline.conftest import make_scenarios
 from tests.studio.helpers import write_run
 

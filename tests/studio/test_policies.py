@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from studio.errors import NotAuthenticated, PermissionDenied
 from studio.policies import (
     ROLES,
     AccountPolicy,
@@ -24,7 +25,6 @@ from studio.policies import (
     authorize,
     is_allowed,
 )
-from studio.services.errors import NotAuthenticated, PermissionDenied
 from tests.repo import REPO_ROOT
 
 

@@ -1,4 +1,5 @@
-"""The queue's rules (DESIGN.md): quota, least-answered first, leases, skips, no hoarding, races."""
+"""The queue's rules (ARCHITECTURE.md "Rules every workflow obeys"): quota, least-answered first, leases, skips, no
+hoarding, races."""
 
 from __future__ import annotations
 
@@ -10,14 +11,14 @@ import pytest
 from sqlalchemy import Engine, func, select
 
 from studio.db import read_session, write_session
+from studio.errors import Conflict, NotFound, PermissionDenied
 from studio.models import Answer, CampaignPublic, Item, Lease, UserPublic, utc_now
-from studio.schemas import load_schemas
 from studio.services.answers import submit_answer
 from studio.services.auth import hash_password
 from studio.services.campaigns import TargetSelection, create_campaign, set_campaign_status
-from studio.services.errors import Conflict, NotFound, PermissionDenied
 from studio.services.queue import next_item, skip_item
 from studio.usecases import annotate
+from studio.workflows import load_schemas
 from tests.studio.conftest import add_people
 
 VOTE = {"verdict": "keep", "subtask_label": "dialogue_base"}

@@ -8,13 +8,13 @@ import pytest
 from sqlalchemy import Engine
 
 from studio.db import read_session, write_session
+from studio.errors import InvalidInput, PermissionDenied
 from studio.models import UserPublic
-from studio.schemas import load_schemas
 from studio.services.campaigns import TargetSelection, create_campaign
-from studio.services.errors import InvalidInput, PermissionDenied
 from studio.services.rater import RaterAgreement
 from studio.ui import curate_views as views
 from studio.usecases import curate
+from studio.workflows import load_schemas
 
 
 def compare(engine: Engine, caller: UserPublic, campaign: str | None) -> list[RaterAgreement]:

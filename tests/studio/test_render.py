@@ -121,8 +121,8 @@ def test_render_item_shows_revealed_response_fields_and_tags_as_text(payload: st
 
 def test_subtask_labels_are_the_crowd_votes_and_cover_every_subtask() -> None:
     from pipeline.records import SUBTASKS
-    from studio.schemas import load_schemas
     from studio.ui.render import SUBTASK_LABELS
+    from studio.workflows import load_schemas
 
     [question] = [q for q in load_schemas()["crowd_vote"].questions if q.id == "subtask_label"]
     assert {option.value: option.label for option in question.options} == SUBTASK_LABELS

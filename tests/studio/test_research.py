@@ -12,14 +12,14 @@ from sqlalchemy import Engine, select
 
 from pipeline.records import JUDGED_SUBTASKS, SUBTASKS, VARIANTS
 from studio.db import read_session, write_session
+from studio.errors import InvalidInput, NotFound, PermissionDenied
 from studio.models import CampaignPublic, ResponseRow, ScoreRow, UserPublic
 from studio.results.store_views import score_frame
-from studio.schemas import load_schemas
 from studio.services import research, research_quality
 from studio.services.aggregation import aggregate_all
 from studio.services.campaigns import create_campaign
-from studio.services.errors import InvalidInput, NotFound, PermissionDenied
 from studio.usecases import research as results
+from studio.workflows import load_schemas
 from tests.studio.helpers import add_people, adjudicate, answer_all, insert_synthetic_scores
 
 

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from studio.cli import build_cli
-from studio.schemas import AnswerValidationError, check_schema_file, default_schemas_dir, load_schemas
+from studio.workflows import AnswerValidationError, check_schema_file, default_schemas_dir, load_schemas
 
 WORKFLOWS = {"crowd_vote", "expert_review", "sap_safety", "adjudication", "instruction_following", "pairwise"}
 

@@ -18,8 +18,11 @@ from sqlalchemy import Engine, func, select
 
 from studio.db import read_session, write_session
 from studio.models import Answer, AuditLog, CampaignPublic, UserPublic
-from studio.schemas import load_schemas
-from studio.security import (
+from studio.services.campaigns import TargetSelection, create_campaign
+from studio.settings import get_settings
+from studio.ui.render import escape_text, render_item, render_message, render_persona
+from studio.web.api import create_api
+from studio.web.security import (
     DEFAULT_CSP,
     LoginThrottle,
     LoginThrottled,
@@ -27,10 +30,7 @@ from studio.security import (
     SecurityHeadersMiddleware,
     security_headers,
 )
-from studio.services.campaigns import TargetSelection, create_campaign
-from studio.settings import get_settings
-from studio.ui.render import escape_text, render_item, render_message, render_persona
-from studio.web.api import create_api
+from studio.workflows import load_schemas
 from tests.html_markup import parse
 from tests.serving import serve_in_thread
 from tests.studio.conftest import PASSWORD

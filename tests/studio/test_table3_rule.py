@@ -21,10 +21,10 @@ from studio.models import Item, ResponseRow, UserPublic
 from studio.results.export_formats import read_table
 from studio.results.tables import safety_ratings, table3
 from studio.rules import MeanRule
-from studio.schemas import SchemaFileError, default_schemas_dir, load_schemas, parse_schema_file
 from studio.services.campaigns import create_campaign
 from studio.ui import research_views as views
 from studio.ui.research import ResearchTab
+from studio.workflows import SchemaFileError, default_schemas_dir, load_schemas, parse_schema_file
 from tests.studio.helpers import add_people, answer_all
 from tests.studio.test_ui_research import NO_CHOICES, Page, token
 

@@ -19,17 +19,17 @@ from sqlalchemy import Engine
 from sqlmodel import select
 
 from studio.db import create_db_engine, read_session, write_session
+from studio.errors import NotAuthenticated, PermissionDenied
 from studio.models import Answer, Campaign, Item, Lease, User
-from studio.schemas import WorkflowSchema, load_schemas
 from studio.services.auth import login
 from studio.services.campaigns import create_campaign, schema_snapshots
-from studio.services.errors import NotAuthenticated, PermissionDenied
 from studio.ui.annotate import NO_FORM_YET, AnnotateTab, panel_of
 from studio.ui.app import form_schemas
 from studio.ui.render import render_message
 from studio.ui.shown import ShownItem, form_key
 from studio.usecases import annotate
 from studio.usecases.context import RequestContext
+from studio.workflows import WorkflowSchema, load_schemas
 from tests.browser.store_fixture import HOSTILE_TEXT, PASSWORD, build_store
 
 VOTE = {"verdict": "discard", "subtask_label": "dialogue_base"}

@@ -19,12 +19,12 @@ from sqlalchemy import Engine
 from pipeline.records import Scenario, Turn
 from pipeline.rundir import RunDir, model_dump_line
 from studio.db import write_session
-from studio.ingest import ingest_run
+from studio.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from studio.models import UserPublic
 from studio.results.export_formats import read_table
 from studio.services.aggregation import aggregate_campaign
 from studio.services.auth import login
-from studio.services.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
+from studio.services.ingest import ingest_run
 from studio.ui import curate_views as views
 from studio.ui import downloads, tables
 from studio.ui.tables import TablePage

@@ -8,15 +8,6 @@ from typing import Any
 
 import pytest
 
-from studio.schemas import (
-    AnswerValidationError,
-    ChoiceQuestion,
-    NumberRange,
-    Question,
-    Rating,
-    WorkflowSchema,
-    load_schemas,
-)
 from studio.ui.annotate_conditions import condition_rules, conditions_html
 from studio.ui.annotate_views import answer_summary, field_error_html
 from studio.ui.forms import (
@@ -30,6 +21,15 @@ from studio.ui.forms import (
     question_label,
     rating_choices,
     summary_of,
+)
+from studio.workflows import (
+    AnswerValidationError,
+    ChoiceQuestion,
+    NumberRange,
+    Question,
+    Rating,
+    WorkflowSchema,
+    load_schemas,
 )
 
 

@@ -14,11 +14,11 @@ import pytest
 from sqlalchemy import Engine
 
 from studio.db import read_session, write_session
+from studio.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from studio.models import UserPublic
 from studio.results.export_formats import read_table
 from studio.results.store_views import score_frame
 from studio.services.auth import login
-from studio.services.errors import InvalidInput, NotAuthenticated, NotFound, PermissionDenied
 from studio.services.research import ScoreChoices
 from studio.ui import research_views as views
 from studio.ui import tables
@@ -224,7 +224,7 @@ def test_a_formula_model_name_is_neutralised_in_csv(
 ) -> None:
     from pipeline.records import Response, Score, ScoreSignature
     from pipeline.rundir import RunDir, model_dump_line
-    from studio.ingest import ingest_run
+    from studio.services.ingest import ingest_run
     from tests.studio.helpers import make_scenarios
 
     scenario = make_scenarios()[0]

@@ -6,12 +6,12 @@ from typing import Any
 from fastapi import APIRouter, Request, Response, status
 from fastapi.responses import JSONResponse
 
+from studio.errors import NotAuthenticated
 from studio.models import UserPublic
-from studio.security import LoginThrottled, client_address
-from studio.services.errors import NotAuthenticated
 from studio.usecases import account
 from studio.web.deps import CallerDep, SettingsDep
 from studio.web.schemas import LoginIn, TokenOut, no_content
+from studio.web.security import LoginThrottled, client_address
 
 router = APIRouter(prefix="/v1", tags=["auth"])
 

@@ -14,11 +14,11 @@ from fastapi import APIRouter, File, Form, Response, UploadFile, status
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
-from studio.ingest import IngestReport
 from studio.models import CampaignPublic, UserPublic
 from studio.services.campaigns import CampaignOverview, CampaignStatusChange, TargetChoices
 from studio.services.curation import Page
 from studio.services.imports import UploadedFile
+from studio.services.ingest import IngestReport
 from studio.services.progress import QuotaReport
 from studio.usecases import admin, imports
 from studio.usecases.admin import PasswordSet, UserRow

@@ -23,7 +23,7 @@ class _ZhTokens:
 
 
 def _definition(hypothesis: str, reference: str) -> list[float]:
-    """DESIGN.md's definition, written out with the libraries and nothing of ours."""
+    """The definition of ARCHITECTURE.md "Scores", written out with the libraries and nothing of ours."""
     bleu = [
         BLEU(max_ngram_order=n, effective_order=True, tokenize="zh").sentence_score(hypothesis, [reference]).score / 100
         for n in range(1, 5)

@@ -15,14 +15,14 @@ import pytest
 from sqlalchemy import Engine
 
 from studio.db import read_session, write_session
+from studio.errors import NotFound
 from studio.models import Item, ResponseRow, UserPublic
-from studio.schemas import load_schemas
 from studio.services import research
 from studio.services.aggregation import aggregate_campaign
 from studio.services.answers import submit_answer
 from studio.services.campaigns import create_campaign, set_campaign_status
-from studio.services.errors import NotFound
 from studio.services.queue import next_item
+from studio.workflows import load_schemas
 from tests.studio.helpers import add_people
 
 

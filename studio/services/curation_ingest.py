@@ -9,9 +9,9 @@ Reads what ``h2h refine`` (and ``h2h judge-pairs``) wrote::
     --pairs FILE                 PairJudgment      optional: the LLM's verdicts on pairwise items (ids ``item-<n>``,
                                                    as ``h2h export-pairs`` writes them)
 
-Strict like ``studio.ingest``: every bad line of every file — invalid JSON, a field that does not validate, an id
-no scenario (or pairwise item) has, an id or judge name holding a character nobody can see
-(``studio.ingest.name_problems``), a key on two lines with different content — is reported as
+Strict like ``studio.services.ingest``: every bad line of every file — invalid JSON, a field that does not validate,
+an id no scenario (or pairwise item) has, an id or judge name holding a character nobody can see
+(``studio.services.ingest.name_problems``), a key on two lines with different content — is reported as
 ``file:line: field: problem``, all at once, and nothing is stored. Idempotent: a second run of the same folder
 changes nothing (rows equal to what is stored are left alone); a changed run replaces each row it names.
 """
@@ -32,8 +32,8 @@ from pipeline.curation.refine import RefineDir
 from pipeline.jsonl import RecordError, index_by_key, validate_lines
 from pipeline.records import Scenario
 from studio.db import write_session
-from studio.ingest import SHOWN_PROBLEMS, IngestError, ingest_scenarios, name_problems
 from studio.models import Campaign, CurationReport, Item, PairJudgmentRow, PrescreenRow
+from studio.services.ingest import SHOWN_PROBLEMS, IngestError, ingest_scenarios, name_problems
 
 ACTOR = "h2h ingest-curation"
 PAIR_ID = re.compile(r"item-([0-9]{1,18})")

@@ -35,8 +35,8 @@ from pipeline.records import JUDGED_SUBTASKS, Judgment, Response, Result, Scenar
 from pipeline.rundir import RunDir
 from pipeline.scoring.combine import combine_j
 from studio.db import write_session
+from studio.errors import InvalidInput
 from studio.models import AuditLog, ResponseRow, ScenarioRow, ScoreRow
-from studio.services.errors import InvalidInput
 from studio.services.text import name_problem
 
 logger = logging.getLogger(__name__)

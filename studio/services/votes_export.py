@@ -28,8 +28,8 @@ from pipeline.csvsafe import neutralise_cell as csv_cell
 from pipeline.jsonl import atomic_target, write_records
 from studio.db import read_session
 from studio.models import Answer, Campaign, Item, ResponseRow, User
-from studio.schemas import Pairwise
 from studio.services.queue import campaign_schema, get_campaign, pair_order
+from studio.workflows import Pairwise
 
 SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".parquet")
 #: ``seconds_spent`` is what the annotator's page reported (empty when the client sent none); ``server_seconds`` is

@@ -137,10 +137,10 @@ def ensure_campaigns(engine: object, schemas_dir: Path | None = None) -> tuple[l
     from sqlmodel import select
 
     from studio.db import write_session
+    from studio.errors import InvalidInput
     from studio.models import Campaign
-    from studio.schemas import load_schemas
     from studio.services.campaigns import create_campaign
-    from studio.services.errors import InvalidInput
+    from studio.workflows import load_schemas
 
     present: list[str] = []
     skipped: dict[str, str] = {}
@@ -174,7 +174,7 @@ def prepare_demo(
     second account or campaign. ``source`` overrides the bundled demo folder (tests use it).
     """
     from studio.db import create_db_engine, upgrade_db
-    from studio.ingest import ingest_run
+    from studio.services.ingest import ingest_run
 
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
