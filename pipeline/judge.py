@@ -1,15 +1,15 @@
 """The LLM judge for itinerary levels I-III; the combined results (S, J, J_final, the flag) are in pipeline.results.
 
 The judge asks an OpenAI-compatible model (temperature 0) to grade each itinerary response 0-5 by
-the rubric in ``pipeline/resources/prompts/judge_rubric.md``. Answers are cached by ``(prompt hash, judge model)``
-in a JSONL cache, so a re-run makes no new calls; requests go through the generation backend's
-concurrency bound and retry policy. An answer that cannot be parsed, or a score outside 0..5, keeps
-its raw text and gets ``J_judge = None``, which sends the item to human adjudication.
+the rubric in ``data/prompts/judge_rubric.md``. Answers are cached by ``(prompt hash, judge model)``
+in ``judge_cache.jsonl`` through the one cached LLM layer (:mod:`pipeline.llm`), so a re-run makes no new calls;
+requests go through the OpenAI-compatible backend's concurrency bound and retry policy. An answer that cannot be
+parsed, or a score outside 0..5, keeps its raw text and gets ``J_judge = None``, which sends the item to human
+adjudication.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import re
@@ -17,30 +17,23 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pipeline.generation.base import (
-    Backend,
-    GenerationRequest,
-    Key,
-    Message,
-    SamplingParams,
-    StageSummary,
-    completions,
-)
+from pipeline.generation.base import Backend, Key, Message, SamplingParams, StageSummary
 from pipeline.generation.runner import lacks_user_input, no_input_message
-from pipeline.jsonl import JsonlAppender, RecordError, iter_lines, parse_json_line, repair_torn_tail
+from pipeline.jsonl import JsonlAppender
+from pipeline.llm import AnswerCache, Ask, AskStats, CacheFormat, CacheKey, Prompt, canonical_digest, send_and_cache
 from pipeline.paths import prompts_dir
 from pipeline.records import JUDGED_SUBTASKS, Judgment, Response, Scenario, storable_text, utc_now
 from pipeline.results import judge_label
 from pipeline.rundir import RunDir
 
-if TYPE_CHECKING:
-    from pipeline.generation.openai_compat import OpenAIBackend
-
 logger = logging.getLogger(__name__)
 
 RUBRIC_FILE = "judge_rubric.md"
+#: The judge's answer cache, ``CACHE_DIR/judge_cache.jsonl``: answers by ``(prompt_hash, judge model)``.
+CACHE_FILE = "judge_cache.jsonl"
+JUDGE_CACHE = CacheFormat(("prompt_hash", "model"), "a judge cache entry")
 #: The judge always samples greedily; ``seed`` only matters to servers that honour it.
 JUDGE_SAMPLING = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=512, seed=0)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
@@ -48,13 +41,13 @@ _BARE_NUMBER = re.compile(r"^\s*(?:score\s*[:=]?\s*)?(-?\d+(?:\.\d+)?)\s*(?:/\s*
 
 
 def load_rubric(path: Path | None = None) -> str:
-    """Return the rubric text (``pipeline/resources/prompts/judge_rubric.md`` unless ``path`` is given)."""
+    """Return the rubric text (``data/prompts/judge_rubric.md`` unless ``path`` is given)."""
     return (path or prompts_dir() / RUBRIC_FILE).read_text(encoding="utf-8").strip()
 
 
 def judge_prompt_version(rubric: str) -> str:
     """``judge-v1-<8 hex>``: changes whenever the rubric text changes."""
-    return f"judge-v1-{hashlib.sha256(rubric.encode('utf-8')).hexdigest()[:8]}"
+    return Prompt("judge", rubric).version
 
 
 def build_judge_messages(scenario: Scenario, answer: str, rubric: str) -> list[Message]:
@@ -77,8 +70,7 @@ def build_judge_messages(scenario: Scenario, answer: str, rubric: str) -> list[M
 
 def prompt_hash(messages: list[Message]) -> str:
     """SHA-256 over the canonical JSON of ``messages``: the cache key together with the judge model."""
-    canonical = json.dumps(messages, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
-    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+    return canonical_digest(messages)
 
 
 @dataclass(frozen=True)
@@ -144,32 +136,6 @@ def parse_judge_answer(raw: str | None) -> Verdict:
 
 class JudgeInputError(ValueError):
     """The run cannot be judged as it stands (e.g. a response names a scenario the run does not hold)."""
-
-
-class JudgeCache:
-    """Judge answers by ``(prompt_hash, judge_model)`` in ``DIR/judge_cache.jsonl`` (append-only)."""
-
-    def __init__(self, directory: Path) -> None:
-        self.path = Path(directory) / "judge_cache.jsonl"
-        self._entries: dict[tuple[str, str], dict[str, Any]] = {}
-        if self.path.exists():
-            repair_torn_tail(self.path)
-            for number, line in iter_lines(self.path):
-                entry = parse_json_line(self.path, number, line)
-                missing = {"prompt_hash", "model", "raw"} - entry.keys()
-                if missing:
-                    raise RecordError(self.path, number, sorted(missing)[0], "missing from a judge cache entry")
-                self._entries.setdefault((entry["prompt_hash"], entry["model"]), entry)
-
-    def get(self, digest: str, model: str) -> dict[str, Any] | None:
-        """The cached ``{"raw", "usage", ...}`` entry, or None."""
-        return self._entries.get((digest, model))
-
-    def put(self, appender: JsonlAppender, digest: str, model: str, raw: str, usage: dict[str, int]) -> None:
-        """Remember an answer and append it to the cache file through ``appender`` (one fsynced line)."""
-        entry = {"prompt_hash": digest, "model": model, "raw": raw, "usage": usage}
-        appender.append(entry)
-        self._entries[(digest, model)] = entry
 
 
 @dataclass(frozen=True)
@@ -262,15 +228,6 @@ def judgment_for(task: JudgeTask, *, judge_model: str, version: str, raw: str, u
     )
 
 
-def judge_requests(tasks: list[JudgeTask], judge_model: str) -> list[GenerationRequest]:
-    """One request per distinct prompt (identical prompts are asked once), keyed by the prompt hash."""
-    unique = {task.digest: task for task in tasks}
-    return [
-        GenerationRequest((digest, judge_model, "judge"), task.messages, JUDGE_SAMPLING)
-        for digest, task in unique.items()
-    ]
-
-
 @dataclass
 class JudgeSummary(StageSummary):
     """What one judge invocation did (besides :class:`StageSummary`'s written and failures); ``tokens`` sums
@@ -295,7 +252,8 @@ def run_judge(
     """Judge the run's unjudged itinerary I-III responses into ``RUN/judgments.jsonl`` (resumable).
 
     Cached answers are used without a call; failed requests are reported in the summary and left
-    out, so a rerun retries them. ``backend`` must be built for ``judge_model`` (see :func:`judge_backend`).
+    out, so a rerun retries them. ``backend`` must be built for ``judge_model``
+    (see :func:`pipeline.llm.openai_backend`).
     Judgments by another judge model or rubric version are refused (:class:`JudgeInputError`) unless
     ``rejudge``, which moves them aside and judges every item again. A response to a scenario without user input
     is refused (:class:`JudgeInputError`) before anything is moved or sent.
@@ -306,66 +264,58 @@ def run_judge(
     refuse_missing_input(run, scenarios, responses)
     done = kept_judgments(run, judge_model=judge_model, version=version, rejudge=rejudge)
     tasks = plan_judge_tasks(scenarios, responses, done, rubric)
-    cache = JudgeCache(cache_dir)
-    summary = JudgeSummary(planned=len(tasks))
+    cache = AnswerCache(Path(cache_dir) / CACHE_FILE, JUDGE_CACHE)
     with run.appender(run.judgments) as judgments, JsonlAppender(cache.path) as cache_file:
-        waiting: dict[str, list[JudgeTask]] = {}
-        for task in tasks:
-            cached = cache.get(task.digest, judge_model)
-            if cached is None:
-                waiting.setdefault(task.digest, []).append(task)
-                continue
-            judgments.append(judgment_for(task, judge_model=judge_model, version=version, **_answer(cached)))
-            summary.from_cache += 1
-            summary.written += 1
-        requests = judge_requests([group[0] for group in waiting.values()], judge_model)
-        _ask_judge(backend, requests, waiting, cache, cache_file, judgments, summary, version, progress)
+        summary = _judge_tasks(
+            tasks, judge_model=judge_model, version=version, backend=backend, cache=cache, cache_file=cache_file,
+            judgments=judgments, progress=progress,
+        )  # fmt: skip
     logger.info("judge: %d calls, tokens %s", summary.calls, summary.tokens)
     return summary
 
 
-def _answer(entry: Mapping[str, Any]) -> dict[str, Any]:
-    return {"raw": entry["raw"], "usage": dict(entry.get("usage") or {})}
-
-
-def _ask_judge(
+def _judge_tasks(
+    tasks: list[JudgeTask],
+    *,
+    judge_model: str,
+    version: str,
     backend: Backend,
-    requests: list[GenerationRequest],
-    waiting: Mapping[str, list[JudgeTask]],
-    cache: JudgeCache,
+    cache: AnswerCache,
     cache_file: JsonlAppender,
     judgments: JsonlAppender,
-    summary: JudgeSummary,
-    version: str,
     progress: bool,
-) -> None:
-    """Send the uncached prompts; cache each answer and write a Judgment for every response sharing it.
-
-    A failed prompt fails every response waiting on it (recorded in ``summary.failures``).
+) -> JudgeSummary:
+    """Write a Judgment for every task: cached answers first, in task order, then each new answer as it arrives
+    (cached at once) for every task sharing its prompt, so a kill loses nothing paid for. Identical prompts are asked
+    once; a failed prompt fails every task waiting on it (``summary.failures``), and a rerun retries them.
     """
-    failed: list[tuple[Key, str]] = []
-    for completion in completions(backend, requests, failures=failed, desc="judge", progress=progress):
-        digest, judge_model, _ = completion.request.key
-        summary.calls += 1
-        for name, count in completion.usage.items():
-            summary.tokens[name] = summary.tokens.get(name, 0) + count
-        cache.put(cache_file, digest, judge_model, completion.text, completion.usage)
+    summary = JudgeSummary(planned=len(tasks))
+    waiting: dict[str, list[JudgeTask]] = {}
+    for task in tasks:
+        cached = cache.answer((task.digest, judge_model))
+        if cached is None:
+            waiting.setdefault(task.digest, []).append(task)
+            continue
+        judgments.append(
+            judgment_for(task, judge_model=judge_model, version=version, raw=cached.raw, usage=cached.usage)
+        )
+        summary.from_cache += 1
+        summary.written += 1
+    asks: dict[CacheKey, Ask] = {
+        (digest, judge_model): Ask(group[0].messages, JUDGE_SAMPLING) for digest, group in waiting.items()
+    }
+    stats = AskStats()
+    sent = send_and_cache(
+        backend, asks, model=judge_model, cache=cache, cache_file=cache_file, stats=stats, desc="judge",
+        progress=progress,
+    )  # fmt: skip
+    for (digest, _), answer in sent:
         group = waiting[digest]
         judgments.extend(
-            judgment_for(task, judge_model=judge_model, version=version, raw=completion.text, usage=completion.usage)
+            judgment_for(task, judge_model=judge_model, version=version, raw=answer.raw, usage=answer.usage)
             for task in group
         )
         summary.written += len(group)
-    for (digest, _, _), error in failed:
-        summary.failures.extend((task.key, error) for task in waiting[digest])
-
-
-def judge_backend(
-    *, judge_model: str, base_url: str | None, api_key: str | None, concurrency: int, timeout: float
-) -> OpenAIBackend:
-    """The OpenAI-compatible backend the judge sends its prompts through (same retry policy as generate)."""
-    from pipeline.generation.openai_compat import OpenAIBackend
-
-    return OpenAIBackend(
-        model=judge_model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout
-    )
+    summary.calls, summary.tokens = stats.calls, stats.tokens
+    summary.failures.extend((task.key, error) for digest, error in stats.failures for task in waiting[digest])
+    return summary

@@ -1,6 +1,6 @@
 """Generation prompts: one template per subtask plus the composable Secure Attachment Persona block.
 
-Templates live in ``pipeline/resources/prompts/<subtask>.md`` and use :class:`string.Template` placeholders
+Templates live in ``data/prompts/<subtask>.md`` and use :class:`string.Template` placeholders
 (``$persona``, ``$memories``, ...). Only the names in :data:`PLACEHOLDERS` are allowed; any other
 placeholder is an error when the template is loaded, so a typo can never reach a model silently.
 
@@ -33,7 +33,7 @@ class PromptTemplateError(ValueError):
 
 
 def template_path(subtask: str, directory: Path | None = None) -> Path:
-    """Return the template file of ``subtask`` (``pipeline/resources/prompts/<subtask>.md``)."""
+    """Return the template file of ``subtask`` (``data/prompts/<subtask>.md``)."""
     return (directory or prompts_dir()) / f"{subtask}.md"
 
 
@@ -75,7 +75,7 @@ def load_template(subtask: str, directory: Path | None = None) -> string.Templat
 
 
 def load_sap(directory: Path | None = None) -> str:
-    """Return the Secure Attachment Persona block (``pipeline/resources/prompts/sap.md``), stripped."""
+    """Return the Secure Attachment Persona block (``data/prompts/sap.md``), stripped."""
     path = (directory or prompts_dir()) / SAP_FILE
     if not path.exists():
         raise PromptTemplateError(f"{path}: the SAP block is missing")

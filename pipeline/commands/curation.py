@@ -37,7 +37,7 @@ def endpoint_options(command: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def make_backend(model: str, endpoint: dict[str, Any]) -> Backend:
-    from pipeline.curation.llm import openai_backend
+    from pipeline.llm import openai_backend
 
     return openai_backend(
         model=model,

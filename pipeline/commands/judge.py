@@ -46,7 +46,7 @@ def judge(
     A results file left stale by a rescore is detected and rebuilt (said on stderr). A run without scores, or
     with a response to judge whose scenario has no user input, is refused before any judge call.
     """
-    from pipeline.judge import judge_backend
+    from pipeline.llm import openai_backend
     from pipeline.results import require_scores
     from pipeline.rundir import RunDir
 
@@ -61,8 +61,8 @@ def judge(
     if no_judge or judge_model is None:
         run.record_stage("judge", judge_model=None, no_judge=True, **formula())
     else:
-        backend = judge_backend(
-            judge_model=judge_model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout
+        backend = openai_backend(
+            model=judge_model, base_url=base_url, api_key=api_key, concurrency=concurrency, timeout=timeout
         )
         cache = cache_dir or run.root / "judge_cache"
         progress = not no_progress

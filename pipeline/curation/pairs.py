@@ -21,9 +21,9 @@ from pipeline.curation.faireval import (
     uncertainty,
     underlying,
 )
-from pipeline.curation.llm import AnswerCache, Ask, AskStats, Prompt, ask_all, ask_digest, load_prompt
 from pipeline.curation.records import PAIR_VERDICTS, PairInput, PairJudgment, PairOrder, PairSample, PairVerdict
 from pipeline.generation.base import Backend, Message, SamplingParams
+from pipeline.llm import AnswerCache, Ask, AskStats, Prompt, ask_all, ask_digest, load_prompt
 
 PAIR_PROMPT = "judge_pair"
 ORDERS: tuple[PairOrder, ...] = ("ab", "ba")

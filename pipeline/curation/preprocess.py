@@ -16,12 +16,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pipeline.curation.companion import companion_names
 from pipeline.curation.dedup import DEFAULT_NEAR_THRESHOLD, DuplicateIndex
 from pipeline.curation.fields import text_fields, with_fields
-from pipeline.curation.llm import AnswerCache, Ask, AskStats, ask_all, ask_digest, load_prompt
 from pipeline.curation.meta import meta_spans, roleplay_flags, template_flags
 from pipeline.curation.pii import Replacement, apply_replacements, pii_flag, plan_pii
+from pipeline.curation.pii.companion import companion_names
 from pipeline.curation.records import DuplicateFlag, FieldEdit, Flag, MetaTextFlag, PiiFlag, ScenarioReport
 from pipeline.curation.sensitive import (
     CLASSIFIER_PROMPT,
@@ -33,6 +32,7 @@ from pipeline.curation.sensitive import (
 from pipeline.dataset import scenario_problems
 from pipeline.generation.base import Backend
 from pipeline.jsonl import RecordError, validate_lines, write_records
+from pipeline.llm import AnswerCache, Ask, AskStats, ask_all, ask_digest, load_prompt
 from pipeline.records import Scenario
 
 logger = logging.getLogger(__name__)

@@ -2,7 +2,7 @@
 
 Multiple Evidence Calibration: each of the k samples (temperature > 0, seed = sample index) writes its evidence
 and ends with ``[[KEEP]]``, ``[[REVISE]]`` or ``[[DISCARD]]``; the majority is the verdict, the normalised entropy
-of the k verdicts its uncertainty. Answers are cached (:mod:`pipeline.curation.llm`), so a killed run resumes with
+of the k verdicts its uncertainty. Answers are cached (:mod:`pipeline.llm`), so a killed run resumes with
 the same samples; the output is written whole, in input order, once every scenario has its k samples.
 """
 
@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.curation.faireval import SCREEN_CATEGORIES, parse_screen_answer, screen_majority, uncertainty
-from pipeline.curation.llm import AnswerCache, Ask, AskStats, Prompt, ask_all, ask_digest, load_prompt
 from pipeline.curation.records import SCREEN_VERDICTS, FlagKind, PrescreenVerdict, ScreenSample, ScreenVerdict
 from pipeline.generation.base import Backend, Message, SamplingParams
+from pipeline.llm import AnswerCache, Ask, AskStats, Prompt, ask_all, ask_digest, load_prompt
 from pipeline.records import Scenario
 
 logger = logging.getLogger(__name__)

@@ -1,8 +1,8 @@
 """Sensitive or offensive content, flagged (never dropped) by a curated lexicon and, optionally, an LLM classifier.
 
-The lexicon is package data (``pipeline/resources/curation/sensitive_lexicon.tsv``: term, category, language);
+The lexicon is package data (``data/curation/sensitive_lexicon.tsv``: term, category, language);
 Chinese terms match as substrings, English ones as whole words in any case. The classifier asks an
-OpenAI-compatible model at temperature 0 (cached, see :mod:`pipeline.curation.llm`) for a JSON verdict with its
+OpenAI-compatible model at temperature 0 (cached, see :mod:`pipeline.llm`) for a JSON verdict with its
 reason; it sees the scenario *after* personal identifiers were replaced, so no identifier leaves the machine.
 """
 
@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pipeline.curation.llm import Prompt
 from pipeline.curation.records import SensitiveFlag
 from pipeline.generation.base import Message, SamplingParams
+from pipeline.llm import Prompt
 from pipeline.paths import data_dir
 from pipeline.records import Scenario
 
@@ -28,7 +28,7 @@ CLASSIFIER_SAMPLING = SamplingParams(temperature=0.0, top_p=1.0, max_tokens=400,
 
 
 def lexicon_path() -> Path:
-    """``pipeline/resources/curation/sensitive_lexicon.tsv`` (or under ``$H2H_DATA_DIR``)."""
+    """``data/curation/sensitive_lexicon.tsv`` (or under ``$H2H_DATA_DIR``)."""
     return data_dir() / "curation" / LEXICON_FILE
 
 

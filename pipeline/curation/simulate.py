@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pipeline.curation.dedup import DEFAULT_NEAR_THRESHOLD, DuplicateIndex
-from pipeline.curation.llm import AnswerCache, Ask, AskStats, ask_all, ask_digest, load_prompt
 from pipeline.curation.records import Provenance, RemovedDuplicate
 from pipeline.curation.simulate_plan import (
     USER_PROMPT,
@@ -37,6 +36,7 @@ from pipeline.curation.simulate_plan import (
 from pipeline.dataset import guess_language
 from pipeline.generation.base import Backend
 from pipeline.jsonl import JsonlAppender, atomic_target, read_records, repair_torn_tail, write_records
+from pipeline.llm import AnswerCache, Ask, AskStats, ask_all, ask_digest, load_prompt
 from pipeline.prompts import prompt_version
 from pipeline.records import Scenario, ScenarioTags, Turn
 

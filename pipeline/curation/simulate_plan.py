@@ -16,9 +16,9 @@ from typing import Any
 
 import yaml
 
-from pipeline.curation.llm import Prompt
 from pipeline.curation.records import SimulationAxes
 from pipeline.generation.base import Message, SamplingParams
+from pipeline.llm import Prompt
 from pipeline.paths import data_dir
 from pipeline.prompts import build_messages
 from pipeline.records import Scenario, Turn

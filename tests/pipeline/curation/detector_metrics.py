@@ -4,7 +4,7 @@ Two kinds of labelled sets live in ``fixtures/``:
 
 - **scenario sets**, run through :func:`pipeline.curation.preprocess.clean_scenario` exactly as ``h2h preprocess``
   runs them (companion name, propagation across fields, numbering and all):
-  ``demo_labels.jsonl`` labels the 67 bundled demo scenarios (``pipeline/resources/demo/scenarios.jsonl``);
+  ``demo_labels.jsonl`` labels the 67 bundled demo scenarios (``data/demo/scenarios.jsonl``);
   ``pii_scenarios_dev.jsonl`` and ``pii_scenarios_heldout.jsonl`` hold new scenarios in the public release's shapes.
   Each line names the **identifiers** (``entity``, ``text``, optionally ``within``: only the occurrences of ``text``
   inside an occurrence of ``within``, e.g. the surname 孙 in 孙老师) and the **decoys**: non-identifiers a detector
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 FIXTURES = Path(__file__).parent / "fixtures"
-DEMO_SCENARIOS = Path(__file__).parents[3] / "pipeline" / "resources" / "demo" / "scenarios.jsonl"
+DEMO_SCENARIOS = Path(__file__).parents[3] / "data" / "demo" / "scenarios.jsonl"
 SCENARIO_SETS = ("demo_labels.jsonl", "pii_scenarios_dev.jsonl", "pii_scenarios_heldout.jsonl")
 TEXT_SETS = ("pii_labelled.jsonl", "pii_heldout.jsonl")
 META_SETS = ("meta_labelled.jsonl", "meta_heldout.jsonl", "meta_heldout_asides.jsonl")

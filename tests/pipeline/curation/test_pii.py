@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from pipeline.curation.companion import companion_names
 from pipeline.curation.pii import detect, detect_all
-from pipeline.curation.pii_recognizers import id_card_birth_date_ok, id_card_checksum_ok, luhn_ok
+from pipeline.curation.pii.companion import companion_names
+from pipeline.curation.pii.recognizers import id_card_birth_date_ok, id_card_checksum_ok, luhn_ok
 from pipeline.curation.preprocess import clean_scenario
 from pipeline.records import Scenario, Turn
 

@@ -3,18 +3,18 @@
 What is found, and by what:
 
 - phone numbers, e-mail, URLs, IPs, bank cards (Luhn), mainland ID cards (checksum), English street addresses:
-  Presidio pattern recognizers (:mod:`pipeline.curation.pii_recognizers`), run on the *latin view* of the text
+  Presidio pattern recognizers (:mod:`pipeline.curation.pii.recognizers`), run on the *latin view* of the text
   (every CJK character and full-width sign turned into a space, so offsets stay the same and a Chinese character
   next to an address is never read as part of it). A public number (a crisis line, an emergency or toll-free
-  number: :mod:`pipeline.curation.pii_public`) is kept and reported as kept;
-- Chinese person names and street addresses: :mod:`pipeline.curation.pii_zh` (a name's shape plus evidence:
+  number: :mod:`pipeline.curation.pii.public`) is kept and reported as kept;
+- Chinese person names and street addresses: :mod:`pipeline.curation.pii.zh` (a name's shape plus evidence:
   surnames, given-name characters, cues, jieba's tags and dictionary; the city and district of an address stay);
-- English person names: :mod:`pipeline.curation.pii_en` (known given names, cues, proper nouns left alone).
+- English person names: :mod:`pipeline.curation.pii.en` (known given names, cues, proper nouns left alone).
 
 Every hit has an ``action``: ``replaced``; ``review`` (kept, flagged for a curator: plausible, not certain); or
 ``kept`` (identifier-shaped, but public). A name found once is replaced everywhere in the scenario, and numbered in
 reading order (``[NAME_1]``, ``[NAME_2]``...), so a conversation stays coherent. The companion's own name and its
-nickname forms (:mod:`pipeline.curation.companion`) are kept. Ordinary numbers (times, dates, prices, distances)
+nickname forms (:mod:`pipeline.curation.pii.companion`) are kept. Ordinary numbers (times, dates, prices, distances)
 match none of the recognizers and are never touched.
 """
 
@@ -27,12 +27,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pipeline.curation.companion import companion_names
-from pipeline.curation.pii_base import PiiHit, en_name_words, not_names
-from pipeline.curation.pii_en import english_name_hits, pet_names
-from pipeline.curation.pii_public import public_number
-from pipeline.curation.pii_recognizers import ENTITY_OF, ENTITY_PRIORITY, LANGUAGE, analyzer
-from pipeline.curation.pii_zh import chinese_address_hits, chinese_name_hits, given_name_alias
+from pipeline.curation.pii.base import PiiHit, en_name_words, not_names
+from pipeline.curation.pii.companion import companion_names
+from pipeline.curation.pii.en import english_name_hits, pet_names
+from pipeline.curation.pii.public import public_number
+from pipeline.curation.pii.recognizers import ENTITY_OF, ENTITY_PRIORITY, LANGUAGE, analyzer
+from pipeline.curation.pii.zh import chinese_address_hits, chinese_name_hits, given_name_alias
 from pipeline.curation.records import PiiFlag
 
 __all__ = ["PiiHit", "companion_names", "detect", "detect_all", "plan_pii"]

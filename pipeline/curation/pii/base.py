@@ -1,6 +1,6 @@
 """What the PII detectors share: the hit record, the word lists they read, and jieba's tokens and dictionary.
 
-Every list is a plain data file in ``pipeline/resources/curation/`` a curator can read and extend (each file's header
+Every list is a plain data file in ``data/curation/`` a curator can read and extend (each file's header
 says where its entries came from):
 
 - ``not_names.txt``: words never taken for names (jieba tags 谢谢 and 安静 ``nr``; "my friend Monday");

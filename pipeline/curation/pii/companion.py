@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.curation.pii_base import en_first_names, not_names, zh_surnames
+from pipeline.curation.pii.base import en_first_names, not_names, zh_surnames
 
 _ZH_NAME = r"[\u4e00-\u9fff·]{2,4}?"
 _EN_NAME = r"[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.curation.pii_base import Action, PiiHit, en_first_names, en_name_words, not_names
+from pipeline.curation.pii.base import Action, PiiHit, en_first_names, en_name_words, not_names
 
 _TOKEN = re.compile(r"[A-Za-z][A-Za-z]*(?:[-'’][A-Za-z]+)*")
 RELATIONS = (

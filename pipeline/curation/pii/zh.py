@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.curation.pii_base import (
+from pipeline.curation.pii.base import (
     Action,
     PiiHit,
     dictionary_tag,

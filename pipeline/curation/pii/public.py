@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from pipeline.curation.pii_base import public_numbers
+from pipeline.curation.pii.base import public_numbers
 
 _SHAPES: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a mainland 400/800 service number", re.compile(r"(?:86)?[48]00\d{7}")),
