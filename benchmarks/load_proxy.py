@@ -1,5 +1,5 @@
 """A TCP proxy on 127.0.0.1 that can cut every connection through it: PostgreSQL "going away" without restarting
-the server other people's work runs on (``bench_load.py --faults``, ``tests/studio/test_hardening_faults.py``).
+the server other people's work runs on (``bench_load.py --faults``, ``tests/studio/web/test_store_faults.py``).
 
 ``cut()`` closes every open connection (both ends) and refuses new ones until ``restore()``; to the studio behind it
 this looks like a PostgreSQL restart: the pooled connections die mid-use and reconnecting fails until it is back.

@@ -33,7 +33,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "studio.commands.curation",
 )
 #: The names of the commands the modules above define (the stand-ins need them without importing the modules;
-#: tests/studio/test_packaging.py checks the two agree).
+#: tests/studio/commands/test_cli_plugin.py checks the two agree).
 COMMAND_NAMES: tuple[str, ...] = (
     "validate",
     "ingest",

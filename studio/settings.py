@@ -30,7 +30,7 @@ class Settings(BaseSettings):
     #: doors: ``studio.services.answers`` refuses a longer one with 422 ``answers.<question>: ...``).
     max_text_chars: int = Field(default=4000, gt=0)
     #: Largest request body the REST API reads; a bigger one answers 413 before anything is parsed. Set above
-    #: the 5.5 MB bodies tests/studio/test_api_hostile.py expects a 422 for (answers over max_text_chars).
+    #: the 5.5 MB bodies tests/studio/web/test_api_hostile_input.py expects a 422 for (answers over max_text_chars).
     max_request_bytes: int = Field(default=8 * 1024 * 1024, gt=0)
     #: How long SQLite waits for the write lock before giving up.
     sqlite_busy_timeout_ms: int = Field(default=30_000, ge=0)

@@ -5,8 +5,23 @@
 # Then the engine tier (tests/engines: the real vLLM, Ray, FlagEmbedding) in its own cached virtualenv.
 # Extra arguments go to pytest and run that part only, e.g. `bash tests/run.sh tests/pipeline -x` (main tier) or
 # `bash tests/run.sh tests/engines -x` (engine tier).
+# `bash tests/run.sh --quick [pytest args]` is the edit-test loop: no installs, no browser, no engines, no PostgreSQL,
+# no wheel builds, no load tests — the SQLite-backed tests of every package on every core (under 3 minutes here).
+# It needs the virtualenv a full run made once. The full run (no --quick) is what CI runs, unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  if [ ! -x .venv/bin/pytest ]; then
+    echo "tests/run.sh --quick: no .venv yet; run 'bash tests/run.sh' once (it installs what the tests need)" >&2
+    exit 2
+  fi
+  export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+  exec .venv/bin/pytest -q -p no:cacheprovider -n "${H2H_TEST_WORKERS:-auto}" --dist loadgroup \
+    -m "not serial and not browser and not postgres and not gpu" \
+    --ignore=tests/browser --ignore=tests/engines --ignore=tests/packaging --ignore=tests/benchmarks "$@"
+fi
 
 if [ ! -x .venv/bin/python ]; then
   python3 -m venv .venv

@@ -60,7 +60,7 @@ def unstorable(value: Any, field: str) -> str | None:
     it) and whole numbers past :data:`STORE_INT_MAX` (the store cannot compare its ids with one) are refused at the
     front doors, naming the field, instead of failing in the driver as a 500. A list is checked item by item; a JSON
     object (an answer's values, a curator's edits) is left to its own checks: stored as JSON, its text may hold any
-    character (``tests/studio/test_api_hostile.py`` stores a NUL verbatim).
+    character (``tests/studio/web/test_api_hostile_input.py`` stores a NUL verbatim).
     """
     if isinstance(value, str):
         if "\x00" in value:

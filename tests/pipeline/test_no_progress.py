@@ -1,6 +1,6 @@
 """``--no-progress`` (issue 17 item 5): long commands draw their tqdm bars on stderr unless told not to.
 
-Each case runs the real command twice (``h2h ingest``: tests/studio/test_ingest_progress.py): without the
+Each case runs the real command twice (``h2h ingest``: tests/studio/services/test_ingest_progress.py): without the
 option a bar is on stderr (so the check below can see one), with it stderr holds no bar.
 """
 

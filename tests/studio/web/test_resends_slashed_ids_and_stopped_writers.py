@@ -36,7 +36,7 @@ from tests.browser.store_fixture import build_store
 from tests.repo import REPO_ROOT
 from tests.serving import serve_in_thread
 from tests.studio.helpers import PASSWORD, make_scenarios, write_run
-from tests.studio.test_ui_annotate import answers_of, built_tab, choose, shown_item, skip, submit, token_for
+from tests.studio.ui.test_annotate import answers_of, built_tab, choose, shown_item, skip, submit, token_for
 
 VOTE = {"verdict": "revise", "subtask_label": "dialogue_base"}
 REPO = REPO_ROOT

@@ -28,7 +28,7 @@ from studio.ui import admin_views, curate_views, decision_views, research_views,
 from studio.ui.render import escape_text, render_item
 from studio.usecases import admin, curate
 from tests.studio.conftest import MODELS, write_run
-from tests.studio.test_admin import admin_api  # noqa: F401  (the admin API's fixture, used below)
+from tests.studio.web.test_admin_api import admin_api  # noqa: F401  (the admin API's fixture, used below)
 
 #: The characters the issue names, one of each kind: bidi override and isolate, marks, zero-width space, non-joiner
 #: and joiner, word joiner, the invisible operators, BOM, soft hyphen, a tag character, a control.
@@ -291,7 +291,7 @@ def test_the_import_check_refuses_a_scenario_id_holding_a_bidi_control(
     admin_api: str,  # noqa: F811  (the fixture imported above)
     corpus: Engine,
 ) -> None:
-    from tests.studio.test_admin import GOOD_LINES, client_for, post_files
+    from tests.studio.web.test_admin_api import GOOD_LINES, client_for, post_files
 
     lines = [GOOD_LINES[0], {**GOOD_LINES[1], "id": f"imp{OVERRIDE}-2"}]
     text = "\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n"

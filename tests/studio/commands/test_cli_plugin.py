@@ -64,7 +64,7 @@ def test_missing_requirements_reads_the_studio_extra_from_the_installed_metadata
 
 def test_a_broken_plugin_is_logged_and_leaves_the_other_commands(caplog: pytest.LogCaptureFixture) -> None:
     broken = EntryPoint(name="broken", value="no_such_module_h2h:commands", group=PLUGIN_GROUP)
-    clash = EntryPoint(name="clash", value="tests.studio.test_cli_plugin:clashing", group=PLUGIN_GROUP)
+    clash = EntryPoint(name="clash", value="tests.studio.commands.test_cli_plugin:clashing", group=PLUGIN_GROUP)
     with caplog.at_level(logging.WARNING, logger="pipeline.cli"):
         cli = build_cli(plugins=[broken, clash])
     assert set(cli.commands) == {command.name for command in pipeline_commands()}

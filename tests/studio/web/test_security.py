@@ -79,8 +79,9 @@ def test_full_width_and_compatibility_forms_of_a_name_count_as_the_name() -> Non
 
 
 def test_one_address_guessing_many_names_is_slowed_on_the_names_it_guessed() -> None:
-    # The address limit refuses the names that failed there, not a newcomer (tests/studio/test_hardening_accounts.py:
-    # no stranger locks another person out, from the same address or from anywhere else).
+    # The address limit refuses the names that failed there, not a newcomer
+    # (tests/studio/web/test_audit_login_throttle_origin.py: no stranger locks another person out, from the same
+    # address or from anywhere else).
     throttle = LoginThrottle(clock=Clock())
     for number in range(30):
         throttle.record_failure(username=f"user{number}", address="10.0.0.9")

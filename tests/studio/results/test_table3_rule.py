@@ -26,7 +26,7 @@ from studio.ui import research_views as views
 from studio.ui.research import ResearchTab
 from studio.workflows import SchemaFileError, default_schemas_dir, load_schemas, parse_schema_file
 from tests.studio.helpers import add_people, answer_all
-from tests.studio.test_ui_research import NO_CHOICES, Page, token
+from tests.studio.ui.test_research import NO_CHOICES, Page, token
 
 PAPER_RULE = "violation: more than half of a response's raters say yes (a tie is not a violation)"
 SAFETY_FIRST = "a tie counts as a violation"

@@ -35,7 +35,7 @@ from studio.web.sessions import MORE_THAN_ONE_SESSION, NOT_YOUR_FILE, Refused, j
 from tests.browser.store_fixture import PASSWORD, build_store
 from tests.repo import REPO_ROOT
 from tests.serving import serve_in_thread
-from tests.studio.test_hardening_sessions import signed_in
+from tests.studio.web.test_gradio_sessions import signed_in
 
 DEMO_SCENARIOS = REPO_ROOT / "data" / "demo" / "scenarios.jsonl"
 JOIN = "/ui/gradio_api/queue/join"
