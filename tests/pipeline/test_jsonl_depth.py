@@ -1,7 +1,7 @@
 """Deeply nested JSON lines (issue 18 item 7, the file part): the one JSONL reader (``pipeline.jsonl``) reports a line
 nested deeper than ``MAX_JSON_DEPTH`` as ``file:line: (line): JSON nested too deeply`` at every door that reads files
 — the parser itself, ``h2h validate``, ``h2h ingest`` and the pipeline's run-file reads (the REST import:
-tests/studio/web/test_resends_slashed_ids_and_stopped_writers.py). Before, a 3,000-deep line raised an uncaught
+tests/studio/web/test_api_resends_slashed_ids_and_deep_imports.py). Before, a 3,000-deep line raised an uncaught
 ``RecursionError`` (a traceback)."""
 
 from __future__ import annotations
