@@ -111,3 +111,32 @@ def test_no_file_cites_the_design_document_outside_the_repository() -> None:
         if OLD_DOCUMENT in path.read_text(encoding="utf-8", errors="replace")
     ]
     assert citing == [], f"cite ARCHITECTURE.md instead of {OLD_DOCUMENT} in: {citing}"
+
+
+#: A path to a file of the repository as code and docs cite it: ``tests/studio/web/test_api.py``, ``studio/rules.py``,
+#: ``pipeline/scoring/combine.py`` (a path whose last part has no ``.py`` is a folder or prose and is not checked).
+CITED_PATH = re.compile(r"(?<![\w./-])((?:tests|studio|pipeline|benchmarks)/[\w/]+\.py)\b")
+
+
+def missing_cited_paths(text: str, root: Path = REPO_ROOT) -> list[str]:
+    """The ``.py`` paths ``text`` cites that are not files under ``root``."""
+    return sorted({path for path in CITED_PATH.findall(text) if not (root / path).is_file()})
+
+
+def test_the_path_checker_finds_cited_files_and_only_those(tmp_path: Path) -> None:
+    (tmp_path / "tests" / "studio").mkdir(parents=True)
+    (tmp_path / "tests" / "studio" / "test_real.py").write_text("", encoding="utf-8")
+    text = "see tests/studio/test_real.py and tests/studio/test_gone.py; not x/tests/a.py nor studio/web/ (a folder)"
+    assert missing_cited_paths(text, tmp_path) == ["tests/studio/test_gone.py"]
+
+
+def test_every_python_file_the_docs_and_code_cite_exists() -> None:
+    """A moved or renamed module or test leaves no citation pointing at nothing (one comment cited a test file
+    that never existed)."""
+    documents = [REPO_ROOT / "README.md", REPO_ROOT / "ARCHITECTURE.md", *citing_files()]
+    missing = {
+        str(path.relative_to(REPO_ROOT)): found
+        for path in documents
+        if (found := missing_cited_paths(path.read_text(encoding="utf-8", errors="replace")))
+    }
+    assert missing == {}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pipeline.jsonl import write_records
 from pipeline.records import Response, Scenario, ScenarioContext, Turn
+from tests.browser.conftest import Studio
 from tests.browser.store_fixture import PASSWORD
 
 MEMORY = "用户养了一只叫年糕的猫"
@@ -106,3 +107,10 @@ def serve_annotate_store(folder: Path) -> Iterator[tuple[str, AnnotateStore]]:
     store = build_annotate_store(folder)
     with serve_in_thread(create_app(get_settings(database_url=store.database_url))) as url:
         yield url, store
+
+
+def annotate_site(folder: Path) -> Iterator[Studio]:
+    """:func:`serve_annotate_store` as a :class:`Studio` for a module-scoped fixture (``sign_in`` and
+    ``choose_campaign`` read only its base url)."""
+    for url, store in serve_annotate_store(folder):
+        yield Studio(url, store)  # type: ignore[arg-type]

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from tests.browser.annotate_store import serve_annotate_store
+from tests.browser.annotate_store import annotate_site
 from tests.browser.artifacts import save_screenshot
 from tests.browser.conftest import UI_WAIT_MS, Studio, chat_text, choose_campaign, settled, sign_in
 from tests.browser.test_annotate_page import message, stored, wait_for_answers
@@ -22,10 +22,7 @@ SHOWN_JS = "() => document.querySelector('#h2h-shown-item textarea, #h2h-shown-i
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
-    served = serve_annotate_store(Path(tmp_path_factory.mktemp("annotate-keys-skip")))
-    url, store = next(served)
-    yield Studio(url, store)  # type: ignore[arg-type]  # sign_in and choose_campaign read only base_url
-    next(served, None)
+    yield from annotate_site(Path(tmp_path_factory.mktemp("annotate-keys-skip")))
 
 
 def test_enter_then_s_stores_the_answer_and_claims_no_skip(site: Studio, page: Any) -> None:

@@ -14,7 +14,7 @@ from sqlmodel import select
 
 from studio.db import create_db_engine, read_session
 from studio.models import Answer, Campaign, User
-from tests.browser.annotate_store import DECEPTIVE, END_MARKER, MEMORY, serve_annotate_store
+from tests.browser.annotate_store import DECEPTIVE, END_MARKER, MEMORY, annotate_site
 from tests.browser.artifacts import save_screenshot
 from tests.browser.conftest import UI_WAIT_MS, Studio, chat_text, choose_campaign, settled, sign_in
 
@@ -25,10 +25,7 @@ FORM = ".h2h-form:visible"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Studio]:
-    served = serve_annotate_store(Path(tmp_path_factory.mktemp("annotate-page")))
-    url, store = next(served)
-    yield Studio(url, store)  # type: ignore[arg-type]  # sign_in and choose_campaign read only base_url
-    next(served, None)
+    yield from annotate_site(Path(tmp_path_factory.mktemp("annotate-page")))
 
 
 def stored(site: Studio, username: str, campaign: str) -> list[Answer]:
