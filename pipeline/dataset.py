@@ -28,6 +28,7 @@ from pipeline.records import (
     Score,
     ScorePair,
 )
+from pipeline.taxonomy import METRICS
 
 #: Every kind of file :func:`check_file` understands, and the record each line must be.
 FILE_KINDS: dict[str, type[BaseModel]] = {
@@ -39,7 +40,6 @@ FILE_KINDS: dict[str, type[BaseModel]] = {
     "pairs": ScorePair,
     **CURATION_FILE_KINDS,
 }
-SCORE_METRICS = ("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")
 
 
 @dataclass
@@ -69,12 +69,13 @@ def scenario_problems(path: Path | str, line: int, scenario: Scenario) -> list[R
 
 
 def score_problems(path: Path | str, line: int, score: Score) -> list[RecordError]:
-    """Return metrics outside [0, 1] in one score record."""
+    """Return the metrics of one score record that lie outside their range (:data:`pipeline.taxonomy.METRICS`)."""
     problems = []
-    for metric in SCORE_METRICS:
-        value = getattr(score, metric)
-        if value is not None and not 0.0 <= value <= 1.0:
-            problems.append(RecordError(path, line, metric, f"must lie in [0, 1], got {value}"))
+    for metric in METRICS:
+        value = getattr(score, metric.name)
+        if value is not None and not metric.low <= value <= metric.high:
+            bounds = f"[{metric.low:g}, {metric.high:g}]"
+            problems.append(RecordError(path, line, metric.name, f"must lie in {bounds}, got {value}"))
     return problems
 
 

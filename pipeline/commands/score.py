@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from pipeline.taxonomy import ROUGE_MEASURES
+from pipeline.taxonomy import METRIC_NAMES, ROUGE_MEASURES
 
 if TYPE_CHECKING:
     from pipeline.jsonl import RecordError
@@ -39,7 +39,8 @@ EMBEDDER_BATCH_OPTION = click.option(
     metavar="N",
     help="Texts per similarity batch [256 on a GPU, 32 on a CPU].",
 )
-OUTPUT_FIELDS = ("id", "bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")
+#: The keys of each ``h2h score-pairs`` output line, in order.
+OUTPUT_FIELDS = ("id", *METRIC_NAMES)
 
 
 def _load_embedder_loudly(name: str, model: str | None, batch_size: int | None) -> Embedder | None:
@@ -152,7 +153,7 @@ def score_pairs_command(
 ) -> None:
     """Score {"id","hypothesis","reference"} lines; write id, bleu1..4, rouge1, rougeL, ss, S in input order."""
     from pipeline.jsonl import write_records
-    from pipeline.scoring.combine import combine_s
+    from pipeline.scoring.combine import automatic_scores
     from pipeline.scoring.embedding import cosine_similarities
     from pipeline.scoring.lexical import score_pairs
 
@@ -168,7 +169,7 @@ def score_pairs_command(
     if loaded is not None:
         similarities = list(cosine_similarities(loaded, [h for h, _ in texts], [r for _, r in texts]))
     rows = [
-        {"id": pair.id, **metrics._asdict(), "ss": ss, "S": combine_s(metrics[:4], metrics.rouge1, metrics.rougeL, ss)}
+        {"id": pair.id, **automatic_scores(metrics._asdict(), ss)}
         for pair, metrics, ss in zip(pairs, lexical, similarities, strict=True)
     ]
     write_records(output, rows)

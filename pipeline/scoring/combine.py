@@ -3,21 +3,42 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pipeline.records import ALPHA, TAU
+from pipeline.taxonomy import COMBINED_METRIC, METRIC_NAMES, S_TERMS, SIMILARITY_METRIC
+
+
+def s_of(terms: Mapping[str, float | None]) -> float | None:
+    """Return S, the mean of ``terms``' values of :data:`~pipeline.taxonomy.S_TERMS` (summed in that order).
+
+    Any term None (no similarity: no embedder) leaves S undefined: None. A term missing from ``terms`` is a KeyError.
+    """
+    values = [terms[name] for name in S_TERMS]
+    if any(value is None for value in values):
+        return None
+    # summed left to right from the first term, as (BLEU-1 + ... + SS) / 7 always was: the same float, bit for bit
+    return sum(value for value in values if value is not None) / float(len(values))
+
+
+def automatic_scores(lexical: Mapping[str, float], ss: float | None) -> dict[str, float | None]:
+    """Every automatic metric of one response by name, in :data:`~pipeline.taxonomy.METRIC_NAMES` order, S included.
+
+    ``lexical`` holds the lexical metrics (``LexicalScores._asdict()``), ``ss`` the similarity (None without one).
+    """
+    terms: dict[str, float | None] = {**lexical, SIMILARITY_METRIC: ss}
+    terms[COMBINED_METRIC] = s_of(terms)
+    return {name: terms[name] for name in METRIC_NAMES}
 
 
 def combine_s(bleu: Sequence[float], rouge1: float, rouge_l: float, ss: float | None) -> float | None:
-    """Return ``S = (BLEU-1 + BLEU-2 + BLEU-3 + BLEU-4 + ROUGE-1 + ROUGE-L + SS) / 7``.
+    """Return ``S = (BLEU-1 + BLEU-2 + BLEU-3 + BLEU-4 + ROUGE-1 + ROUGE-L + SS) / 7`` (:func:`s_of` by position).
 
     ``bleu`` holds BLEU-1..4 in order. Without a similarity (``ss`` None) S is undefined: None.
     """
     if len(bleu) != 4:
         raise ValueError(f"expected BLEU-1..4, got {len(bleu)} values")
-    if ss is None:
-        return None
-    return (sum(bleu) + rouge1 + rouge_l + ss) / 7.0
+    return s_of(dict(zip(S_TERMS, (*bleu, rouge1, rouge_l, ss), strict=True)))
 
 
 #: :func:`combine_j` in words, as run manifests record it: Eq. 3 with S scaled to [0, 5] (README "Where this project

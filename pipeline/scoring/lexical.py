@@ -57,6 +57,10 @@ class LexicalScores(NamedTuple):
     rougeL: float  # noqa: N815 - rouge-score's name
 
 
+#: rouge-score's rouge types: our ROUGE fields carry rouge-score's names (ARCHITECTURE.md "Scores").
+ROUGE_TYPES: tuple[str, ...] = tuple(name for name in LexicalScores._fields if name.startswith("rouge"))
+
+
 class _TokenList:
     """rouge-score's tokenizer interface over one of our tokenizers."""
 
@@ -82,7 +86,7 @@ class LibraryScorer:
             BLEU(max_ngram_order=n, effective_order=True, tokenize=bleu_tokenize) for n in range(1, MAX_ORDER + 1)
         ]
         rouge_tokenizer = _SacrebleuZhTokens() if tokenizer == "zh" else _TokenList(tokenizer)
-        self._rouge = RougeScorer(["rouge1", "rougeL"], tokenizer=rouge_tokenizer)
+        self._rouge = RougeScorer(list(ROUGE_TYPES), tokenizer=rouge_tokenizer)
 
     def _bleu_text(self, text: str) -> str:
         if self.tokenizer_name == "zh":
@@ -94,7 +98,7 @@ class LibraryScorer:
         hyp, ref = self._bleu_text(hypothesis), self._bleu_text(reference)
         bleu = [metric.sentence_score(hyp, [ref]).score / 100 for metric in self._bleus]
         rouge = self._rouge.score(reference, hypothesis)  # rouge-score takes (target, prediction)
-        rouge1, rouge_l = (getattr(rouge[name], self._rouge_field) for name in ("rouge1", "rougeL"))
+        rouge1, rouge_l = (getattr(rouge[name], self._rouge_field) for name in ROUGE_TYPES)
         return LexicalScores._make((*bleu, rouge1, rouge_l))
 
 

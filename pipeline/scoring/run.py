@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from pipeline.records import Response, RougeMeasure, Scenario, Score, ScoreSignature, utc_now
 from pipeline.rundir import RunDir
-from pipeline.scoring.combine import combine_s
+from pipeline.scoring.combine import automatic_scores
 from pipeline.scoring.embedding import Embedder, cosine_similarities, embedder_name_without_loading, load_embedder
 from pipeline.scoring.lexical import LexicalScores, make_pool, score_groups
 from pipeline.scoring.tokenize import get_tokenizer
@@ -138,7 +138,7 @@ def _make_score(
 ) -> Score:
     return Score(
         scenario_id=response.scenario_id, model=response.model, variant=response.variant, subtask=subtask,
-        **metrics._asdict(), ss=ss, S=combine_s(metrics[:4], metrics.rouge1, metrics.rougeL, ss), signature=signature,
+        **automatic_scores(metrics._asdict(), ss), signature=signature,
     )  # fmt: skip
 
 

@@ -59,6 +59,8 @@ class ResponseRow(ResponseRowBase, table=True):
 class ScoreRowBase(SQLModel):
     response_id: int = Field(foreign_key="response.id", unique=True, index=True)
     subtask: str = Field(max_length=64, index=True)
+    # A column per metric of pipeline.taxonomy.METRICS and JUDGE_SCORES (the schema; a migration adds each):
+    # tests/studio/services/test_score_columns.py fails, naming the metric, when one is missing here.
     bleu1: float | None = None
     bleu2: float | None = None
     bleu3: float | None = None

@@ -13,6 +13,7 @@ import pandas as pd
 from sqlalchemy import select
 from sqlmodel import Session, col
 
+from pipeline.taxonomy import JUDGE_SCORE_NAMES, METRIC_NAMES
 from studio.models import Answer, Campaign, Item, ResponseRow, ScenarioRow, ScoreRow, User
 from studio.workflows import FreeText, MultipleChoice, NumberRange, Pairwise, Rating, SingleChoice, WorkflowSchema
 
@@ -42,36 +43,14 @@ SCORE_COLUMNS: tuple[str, ...] = (
     "variant",
     "subtask",
     "needs_adjudication",
-    "bleu1",
-    "bleu2",
-    "bleu3",
-    "bleu4",
-    "rouge1",
-    "rougeL",
-    "ss",
-    "S",
-    "J_judge",
-    "J",
-    "J_human",
-    "J_final",
+    *METRIC_NAMES,
+    *JUDGE_SCORE_NAMES,
     "signature",
     "judge_model",
     "judge_prompt_version",
 )
-SCORE_METRICS: tuple[str, ...] = (
-    "bleu1",
-    "bleu2",
-    "bleu3",
-    "bleu4",
-    "rouge1",
-    "rougeL",
-    "ss",
-    "S",
-    "J_judge",
-    "J",
-    "J_human",
-    "J_final",
-)
+#: The numeric score columns (automatic metrics, then the judge's and experts' scores): float, NaN when missing.
+SCORE_METRICS: tuple[str, ...] = (*METRIC_NAMES, *JUDGE_SCORE_NAMES)
 
 
 def _frame(session: Session, query: Any, columns: tuple[str, ...]) -> pd.DataFrame:

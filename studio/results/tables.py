@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from pipeline.records import InstructionKind
+from pipeline.taxonomy import METRIC_LABELS, TABLE3_METRIC_NAMES
 from studio.results.aggregate import parse_yes_no
 from studio.results.figures import inert_label, longest_line, saved_figure, wrapped_label
 from studio.workflows import MeanRule
@@ -18,7 +19,7 @@ from studio.workflows import MeanRule
 INSTRUCTION_KINDS: tuple[str, ...] = get_args(InstructionKind)
 RESPONSE_KEY: tuple[str, str, str] = ("scenario_id", "model", "variant")
 #: Table 3's automatic metrics: Score field → column title (reported ×100, like Table 2).
-TABLE3_METRICS: dict[str, str] = {"bleu4": "BLEU-4", "rougeL": "ROUGE-L", "ss": "SS"}
+TABLE3_METRICS: dict[str, str] = {name: METRIC_LABELS[name] for name in TABLE3_METRIC_NAMES}
 #: The column of :func:`safety_ratings` and :func:`table3` that carries the workflow's ``violation_tie`` rule.
 TIE_COLUMN = "violation_tie"
 #: The paper's reading ("identified by annotators"): a tie is not a violation (``MeanRule.violation_tie``'s default).

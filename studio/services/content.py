@@ -17,6 +17,7 @@ from sqlalchemy import Row, func, select
 from sqlmodel import Session, col
 
 from pipeline.prompts import CONTEXT_ORDER, context_fields
+from pipeline.taxonomy import METRIC_NAMES
 from studio.errors import NotFound
 from studio.models import Item, ResponseRow, ScenarioRow, ScoreRow
 
@@ -69,9 +70,7 @@ def _scores(score: Any, reveal: set[str]) -> dict[str, Any]:
     if score is None:
         return shown
     if "auto_scores" in reveal:
-        shown["auto_scores"] = {
-            name: getattr(score, name) for name in ("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")
-        }
+        shown["auto_scores"] = {name: getattr(score, name) for name in METRIC_NAMES}
     if "judge_score" in reveal:
         shown["judge_score"] = {"J_judge": score.J_judge, "J": score.J}
     return shown

@@ -18,6 +18,7 @@ from pydantic import BaseModel
 from sqlalchemy import Select, func, select
 from sqlmodel import Session, col
 
+from pipeline.taxonomy import COMBINED_METRIC, JUDGE_SCORE_NAMES, TABLE3_METRIC_NAMES
 from studio.errors import InvalidInput, NotFound
 from studio.models import (
     Answer,
@@ -239,6 +240,8 @@ def _tallies(answers: pd.DataFrame, schema: WorkflowSchema) -> tuple[dict[str, A
     return tallies, comments
 
 
+#: The scores read with each response (the curation page shows them beside it): Table 3's metrics, S, the judge's.
+RESPONSE_SCORES: tuple[str, ...] = (*TABLE3_METRIC_NAMES, COMBINED_METRIC, *JUDGE_SCORE_NAMES)
 #: A response's text is read whole up to this many characters (a curator reads it on the page); past it, its start.
 RESPONSE_TEXT_CHARS = 100_000
 
@@ -254,14 +257,7 @@ def _scenario_responses(session: Session, *, scenario_id: str) -> list[dict[str,
             col(ResponseRow.variant),
             func.substr(col(ResponseRow.text), 1, RESPONSE_TEXT_CHARS).label("text"),
             func.length(col(ResponseRow.text)).label("text_chars"),
-            col(ScoreRow.bleu4),
-            col(ScoreRow.rougeL),
-            col(ScoreRow.ss),
-            col(ScoreRow.S),
-            col(ScoreRow.J_judge),
-            col(ScoreRow.J),
-            col(ScoreRow.J_human),
-            col(ScoreRow.J_final),
+            *(col(getattr(ScoreRow, name)) for name in RESPONSE_SCORES),
         )
         .outerjoin(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
         .where(col(ResponseRow.scenario_id) == scenario_id)

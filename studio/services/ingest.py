@@ -34,6 +34,7 @@ from pipeline.jsonl import KeyedRecords, RecordError, index_by_key, validate_lin
 from pipeline.records import JUDGED_SUBTASKS, Judgment, Response, Result, Scenario, Score, record_key
 from pipeline.rundir import RunDir
 from pipeline.scoring.combine import combine_j
+from pipeline.taxonomy import METRIC_NAMES
 from studio.db import write_session
 from studio.errors import InvalidInput
 from studio.models import AuditLog, ResponseRow, ScenarioRow, ScoreRow
@@ -44,7 +45,7 @@ logger = logging.getLogger(__name__)
 BATCH = 2000
 Key = tuple[str, str, str]
 RecordT = TypeVar("RecordT", Scenario, Response, Score, Judgment, Result)
-SCORE_FIELDS = ("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S")
+SCORE_FIELDS = METRIC_NAMES
 RESULT_FIELDS = ("J_judge", "J", "J_final", "judge_model", "judge_prompt_version")
 
 

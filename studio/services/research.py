@@ -27,6 +27,7 @@ from pipeline.leaderboard import (
 )
 from pipeline.records import JUDGED_SUBTASKS
 from pipeline.results import judge_label
+from pipeline.taxonomy import TABLE3_METRIC_NAMES
 from studio.errors import InvalidInput, NotFound
 from studio.models import Campaign, ResponseRow, ScoreRow
 from studio.results.aggregate import complete_answers
@@ -41,7 +42,7 @@ from studio.services.queue import campaign_schema, get_campaign
 from studio.workflows import MeanRule
 
 #: The score columns Table 3 reads: only the rated responses' scores are loaded.
-SAFETY_SCORE_COLUMNS: tuple[str, ...] = ("scenario_id", "model", "variant", "bleu4", "rougeL", "ss", "signature")
+SAFETY_SCORE_COLUMNS: tuple[str, ...] = ("scenario_id", "model", "variant", *TABLE3_METRIC_NAMES, "signature")
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,7 @@ from sqlalchemy import func, select
 from sqlmodel import Session, col
 
 from pipeline.leaderboard import awaiting_adjudication
+from pipeline.taxonomy import JUDGE_SCORE_NAMES, JUDGE_SCORES, METRICS
 from studio.errors import InvalidInput, NotFound
 from studio.models import Answer, Campaign, Item, User
 from studio.results.agreement import (
@@ -45,11 +46,10 @@ from studio.services.research import choose_rows, mask_awaiting_adjudication, wi
 
 #: Score columns a distribution can be drawn of, with their range.
 METRIC_RANGES: dict[str, tuple[float, float]] = {
-    **dict.fromkeys(("bleu1", "bleu2", "bleu3", "bleu4", "rouge1", "rougeL", "ss", "S"), (0.0, 1.0)),
-    **dict.fromkeys(("J_judge", "J", "J_human", "J_final"), (0.0, 5.0)),
+    metric.name: (metric.low, metric.high) for metric in (*METRICS, *JUDGE_SCORES)
 }
 #: Metrics that come from the judge (a distribution of one of them is drawn for one judge).
-JUDGE_METRICS: frozenset[str] = frozenset({"J_judge", "J", "J_human", "J_final"})
+JUDGE_METRICS: frozenset[str] = frozenset(JUDGE_SCORE_NAMES)
 #: What :func:`calibration` loads per score row.
 CALIBRATION_COLUMNS: tuple[str, ...] = (
     "scenario_id",

@@ -13,20 +13,14 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from pipeline.taxonomy import COMBINED_METRIC, JUDGE_SCORE_NAMES, METRIC_LABELS, TABLE3_METRIC_NAMES
 from studio.ui.render import escape_text, text_html
 
 #: A longer text shows this many characters (about six lines of CJK beside the list), then "Show the whole text".
 PREVIEW_CHARS = 400
 #: The scores shown beside a response's name (``scenario_detail``'s keys → the names the README gives them).
 SCORE_LABELS: dict[str, str] = {
-    "S": "S",
-    "bleu4": "BLEU-4",
-    "rougeL": "ROUGE-L",
-    "ss": "SS",
-    "J_judge": "J_judge",
-    "J": "J",
-    "J_human": "J_human",
-    "J_final": "J_final",
+    name: METRIC_LABELS[name] for name in (COMBINED_METRIC, *TABLE3_METRIC_NAMES, *JUDGE_SCORE_NAMES)
 }
 
 
