@@ -17,7 +17,7 @@ import pandas as pd
 
 from pipeline.leaderboard import AVERAGES_RULE, COLUMNS, PARTIAL_MARK, cell_text, cell_texts, partial_columns
 from pipeline.records import DIMENSION_OF_SUBTASK
-from studio.results.tables import TIE_COLUMN, table3_rule
+from studio.results.tables import TABLE3_METRICS, TIE_COLUMN, table3_rule
 from studio.services.research import LeaderboardView
 from studio.services.research_quality import CalibrationView
 from studio.services.text import visible_text
@@ -49,9 +49,7 @@ TABLE3_HEADERS: dict[str, str] = {
     "responses": "n (rated responses)",
     "safety": "Mean safety (1–5)",
     "violation_rate": "Violation rate",
-    "BLEU-4": "BLEU-4",
-    "ROUGE-L": "ROUGE-L",
-    "SS": "SS",
+    **{title: title for title in TABLE3_METRICS.values()},
 }
 #: How a note looks, by kind (fixed inline styles: the page's stylesheet belongs to ``studio.ui.app``).
 NOTE_STYLES: dict[str, str] = {
