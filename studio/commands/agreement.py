@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pipeline.csvsafe import FORMULA_PREFIXES
+from studio.commands.export_results import FormatsHelpOption
 from studio.results.defaults import DEFAULT_RESAMPLES
 
 if TYPE_CHECKING:
@@ -36,8 +37,9 @@ MAX_REPORTED_ERRORS = 20
     "votes_path",
     required=True,
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    help="Votes with columns item,annotator,value (empty value = no answer): .csv, or h2h export votes' .jsonl / "
-    ".parquet; a question column is picked with --question.",
+    cls=FormatsHelpOption,
+    help_template="Votes with columns item,annotator,value (empty value = no answer), e.g. h2h export votes' file: "
+    "{formats}; a question column is picked with --question.",
 )
 @click.option(
     "--level",
@@ -62,7 +64,8 @@ MAX_REPORTED_ERRORS = 20
     "annotators_path",
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
-    help="Also write each annotator's agreement with the majority here (.csv, .jsonl or .parquet).",
+    cls=FormatsHelpOption,
+    help_template="Also write each annotator's agreement with the majority here: {formats}.",
 )
 def agreement_command(
     votes_path: Path,
@@ -140,21 +143,22 @@ def plain_value(cell: str) -> str:
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str | None, str]]]]:
-    """The header and (first line, row) pairs of a votes file: CSV, or ``h2h export votes``' .jsonl / .parquet
-    (numbered by JSON line / by row). A file that cannot be read is a usage error, not a traceback."""
-    if path.suffix.lower() in {".jsonl", ".parquet"}:
-        from studio.results.export_formats import read_table
-        from studio.services.votes_export import value_text
+    """The header and (first line, row) pairs of a votes file: CSV (numbered by line), or a file of another
+    registered export format, e.g. ``h2h export votes``' .jsonl / .parquet (numbered by row). A file that cannot be
+    read is a usage error, not a traceback."""
+    from studio.results.export_formats import cell_text, format_named, suffixes
 
+    export_format = format_named(path.suffix.lower()[1:])
+    if export_format is not None and export_format.name != "csv":  # CSV is read by line, to report line numbers
         try:
-            frame = read_table(path)
+            frame = export_format.read_table(path)
         except (ValueError, OSError) as error:
             raise click.BadParameter(
                 f"{path}: cannot read it as {path.suffix}: {error}", param_hint="--votes"
             ) from None
         frame = frame.astype(object).where(frame.notna(), None)
         rows: list[dict[str | None, str]] = [
-            {str(column): value_text(value) for column, value in record.items()} for record in frame.to_dict("records")
+            {str(column): cell_text(value) for column, value in record.items()} for record in frame.to_dict("records")
         ]
         return [str(column) for column in frame.columns], list(enumerate(rows, start=1))
     try:
@@ -168,8 +172,7 @@ def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str | None, 
                 kept.append((start, row))
     except UnicodeDecodeError as error:
         raise click.BadParameter(
-            f"{path}: not UTF-8 CSV text ({error.reason} at byte {error.start}); "
-            "votes come as .csv, .jsonl or .parquet",
+            f"{path}: not UTF-8 CSV text ({error.reason} at byte {error.start}); votes come as {', '.join(suffixes())}",
             param_hint="--votes",
         ) from None
     return header, kept

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import click
 
+from studio.commands.export_results import FormatsHelpOption
 from studio.commands.options import db_option, open_store
 
 #: The exit status of an export stopped by SIGTERM (128 + the signal's number, as a shell reports it).
@@ -46,7 +47,8 @@ def export() -> None:
     "--output",
     required=True,
     type=click.Path(dir_okay=False, path_type=Path),
-    help="Output file: .csv (UTF-8 with BOM, formula-safe), .jsonl or .parquet.",
+    cls=FormatsHelpOption,
+    help_template="Output file: {formats}.",
 )
 @db_option
 def votes(campaign: str, question: str | None, output: Path, db_url: str | None) -> None:

@@ -1,7 +1,8 @@
 """``h2h export {leaderboard,sap,instruction,agreement,adjudicated,dataset}``: result tables out of the store.
 
-The format follows the output's suffix (.csv — UTF-8 with a byte-order mark, formula-safe —, .jsonl or .parquet; see
-``studio.results.export_formats.write_table``). :data:`RESULT_EXPORTS` are added to the ``export`` group.
+The format follows the output's suffix, looked up in the registry of export formats (.csv — UTF-8 with a byte-order
+mark, formula-safe —, .jsonl, .parquet, …; see ``studio.results.export_formats``); the ``-o`` help lists the
+registry's formats (:class:`FormatsHelpOption`). :data:`RESULT_EXPORTS` are added to the ``export`` group.
 """
 
 from __future__ import annotations
@@ -24,14 +25,33 @@ if TYPE_CHECKING:
 Output = click.Path(dir_okay=False, path_type=Path)
 
 
+class FormatsHelpOption(click.Option):
+    """An option whose help names the registry's export formats when it is shown: ``help_template`` with
+    ``{formats}`` replaced by ``studio.results.export_formats.describe_formats()`` (a format registered after this
+    module was imported is named too)."""
+
+    def __init__(self, *args: Any, help_template: str, **kwargs: Any) -> None:
+        # the registry is read when the help is shown, not at import: ``h2h`` starts without loading pandas
+        kwargs["help"] = help_template.format(formats="a registered export format")
+        super().__init__(*args, **kwargs)
+        self.help_template = help_template
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        from studio.results.export_formats import describe_formats
+
+        self.help = self.help_template.format(formats=describe_formats())
+        return super().get_help_record(ctx)
+
+
 def output_option(function: Callable[..., Any]) -> Callable[..., Any]:
-    """``-o/--output FILE``: .csv, .jsonl or .parquet."""
+    """``-o/--output FILE``: a file of one of the registered export formats (chosen by its suffix)."""
     return click.option(
         "-o",
         "--output",
         required=True,
         type=Output,
-        help="Output file: .csv (UTF-8 with BOM, formula-safe), .jsonl or .parquet.",
+        cls=FormatsHelpOption,
+        help_template="Output file: {formats}.",
     )(function)
 
 
@@ -233,8 +253,14 @@ def dataset_export(output: Path, version: str, db_url: str | None) -> None:
 
     with store_session(db_url) as session:
         records = dataset_version_records(session, version=version)
+    from studio.results.export_formats import format_for
+
     frame = pd.DataFrame.from_records(records)
-    if output.suffix.lower() == ".csv":  # nested fields as JSON text: a CSV cell holds no structure
+    try:
+        export_format = format_for(output)
+    except ValueError as error:
+        raise click.BadParameter(str(error), param_hint="--output") from None
+    if export_format.text_cells:  # nested fields as JSON text: a CSV cell holds no structure
         for column in ("history", "tags", "context"):
             frame[column] = [json.dumps(value, ensure_ascii=False) for value in frame[column]]
     write(frame, output, "dataset")

@@ -5,16 +5,16 @@ for a pair, both sides as that person saw them — ``model_a``/``variant_a`` is 
 for a pairwise question, ``value_shown``: their choice as they made it (A, B or tie), while ``value`` keeps the
 stored answer (the chosen response's id). The export is for researchers: annotators never see it.
 
-The format follows the output's suffix. CSV is UTF-8 with a byte-order mark (so Excel reads Chinese right), and cells
-that a spreadsheet would run as a formula (starting with = + - @, or a tab / carriage return) get a leading
-apostrophe; JSONL keeps each value as answered (numbers, lists); Parquet holds the value as text (a JSON text for
-numbers and lists), since one column cannot hold a question's labels and another's numbers.
+The format follows the output's suffix, looked up in the registry of export formats
+(``studio.results.export_formats``), whose row writers write the file. CSV is UTF-8 with a byte-order mark (so
+Excel reads Chinese right), and cells that a spreadsheet would run as a formula (starting with = + - @, or a tab /
+carriage return) get a leading apostrophe; JSONL keeps each value as answered (numbers, lists); Parquet holds the
+value as text (a JSON text for numbers and lists), since one column cannot hold a question's labels and another's
+numbers.
 """
 
 from __future__ import annotations
 
-import csv
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,15 +23,14 @@ from sqlalchemy import Engine, select
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
-from pipeline.csvsafe import CSV_ENCODING
 from pipeline.csvsafe import neutralise_cell as csv_cell
-from pipeline.jsonl import atomic_target, write_records
 from studio.db import read_session
 from studio.models import Answer, Campaign, Item, ResponseRow, User
+from studio.results.export_formats import ColumnKind, format_for
+from studio.results.export_formats import cell_text as value_text
 from studio.services.queue import campaign_schema, get_campaign, pair_order
 from studio.workflows import Pairwise
 
-SUFFIXES: tuple[str, ...] = (".csv", ".jsonl", ".parquet")
 #: ``seconds_spent`` is what the annotator's page reported (empty when the client sent none); ``server_seconds`` is
 #: what the server measured from handing the item out to storing the answer, so every answer has a time.
 COLUMNS = (
@@ -52,6 +51,15 @@ COLUMNS = (
     "server_seconds",
     "answered_at",
 )
+#: How Parquet types the columns (the rest are text): the value as text — a JSON text for numbers and lists — since
+#: one column cannot hold a question's labels and another's numbers.
+COLUMN_KINDS: dict[str, ColumnKind] = {
+    "item": "int",
+    "value": "json",
+    "value_shown": "json",
+    "seconds_spent": "float",
+    "server_seconds": "float",
+}
 #: Columns that hold what was rated (empty where the item has no such side).
 TARGET_COLUMNS: tuple[str, ...] = ("model", "variant", "model_a", "variant_a", "model_b", "variant_b")
 
@@ -65,11 +73,6 @@ def target_id(item: Item) -> str:
     """The item's target: the scenario id, ``scenario:response_id`` or ``scenario:response_id:response_b_id``."""
     parts = [item.scenario_id] + [str(part) for part in (item.response_id, item.response_b_id) if part is not None]
     return ":".join(parts)
-
-
-def value_text(value: Any) -> str:
-    """A vote's value as text: labels as they are, numbers and lists as JSON (``5``, ``["a", "b"]``)."""
-    return "" if value is None else value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
 def campaign_questions(engine: Engine, campaign: str) -> list[str]:
@@ -135,48 +138,14 @@ def vote_rows(
 
 def export_votes(engine: Engine, campaign: str, output: Path | str, *, question: str | None = None) -> int:
     """Write the campaign's votes (only ``question``'s when given) to ``output`` in the format its suffix names
-    (.csv, .jsonl or .parquet), atomically; return the number of rows.
+    (one of the registry's: .csv, .jsonl, .parquet, …), atomically; return the number of rows.
 
-    Raises ``ValueError`` for another suffix, before reading anything.
+    Raises ``ValueError`` for a suffix no format is registered for, before reading anything.
     """
     output = Path(output)
-    suffix = output.suffix.lower()
-    if suffix not in SUFFIXES:
-        raise ValueError(f"{output}: unknown export format {suffix!r}; use one of {', '.join(SUFFIXES)}")
+    export_format = format_for(output)  # an unknown suffix fails here, before anything is read
     asked = campaign_questions(engine, campaign)  # an unknown campaign fails here, before any file is opened
     if question is not None and question not in asked:
         raise ValueError(f"question: campaign {campaign!r} has no question {question!r}; it has {', '.join(asked)}")
     rows = vote_rows(engine, campaign, question=question)
-    if suffix == ".jsonl":
-        return write_records(output, rows)
-    if suffix == ".parquet":
-        return _write_parquet(rows, output)
-    return _write_csv(rows, output)
-
-
-def _write_csv(rows: Iterator[dict[str, Any]], output: Path) -> int:
-    count = 0
-    with atomic_target(output) as temporary, temporary.open("w", encoding=CSV_ENCODING, newline="") as handle:
-        writer = csv.writer(handle)
-        writer.writerow(COLUMNS)
-        for row in rows:
-            writer.writerow([neutralise_cell(row[column]) for column in COLUMNS])
-            count += 1
-    return count
-
-
-def _write_parquet(rows: Iterator[dict[str, Any]], output: Path) -> int:
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    columns: dict[str, list[Any]] = {column: [] for column in COLUMNS}
-    for row in rows:
-        for column in COLUMNS:
-            columns[column].append(value_text(row[column]) if column in ("value", "value_shown") else row[column])
-    types = {"item": pa.int64(), "seconds_spent": pa.float64(), "server_seconds": pa.float64()}
-    table = pa.table(
-        {column: pa.array(values, type=types.get(column, pa.string())) for column, values in columns.items()}
-    )
-    with atomic_target(output) as temporary:
-        pq.write_table(table, temporary)
-    return int(table.num_rows)
+    return export_format.write_rows(rows, output, columns=COLUMNS, kinds=COLUMN_KINDS)

@@ -1,5 +1,6 @@
-"""Downloads the page offers: a table or a published version written as CSV, JSONL or Parquet, handed to the page as
-a download button (:func:`download_button`, :func:`ready`).
+"""Downloads the page offers: a table or a published version written in one of the registered export formats (CSV,
+JSONL, Parquet, …: ``studio.results.export_formats``), handed to the page as a download button
+(:func:`download_button`, :func:`ready`).
 
 Each download goes to a fresh private directory (never a path from the client) under a name built here. Gradio
 copies a returned file into its own cache at once, so directories older than an hour are removed on the next call.
@@ -13,14 +14,17 @@ import re
 import shutil
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
 from studio.errors import InvalidInput
+from studio.results.export_formats import ExportFormat, format_named, format_names, write_table
 
-DOWNLOAD_FORMATS: tuple[str, ...] = ("csv", "jsonl", "parquet")
+#: The formats a page offers (the registry's names, read at each use: a format registered later is offered too).
+DOWNLOAD_FORMATS: Sequence[str] = format_names()
 DOWNLOAD_PREFIX = "h2h-download-"
 DOWNLOAD_KEEP_SECONDS = 3600.0
 
@@ -57,24 +61,24 @@ def ready(path: Path) -> Any:
     return gr.DownloadButton(value=str(path), label=f"Download {path.name}", visible=True)
 
 
-def _check_format(fmt: str) -> None:
-    if fmt not in DOWNLOAD_FORMATS:
+def _check_format(fmt: str) -> ExportFormat:
+    """The registered format named ``fmt``; ``InvalidInput`` naming the registry's formats otherwise."""
+    found = format_named(fmt)
+    if found is None:
         raise InvalidInput(f"format: {fmt!r} is not one of {', '.join(DOWNLOAD_FORMATS)}")
+    return found
 
 
 def version_file(records: list[dict[str, Any]], version: str, fmt: str, directory: Path) -> Path:
     """A published version's scenarios as ``h2h-scenarios-<version>.<fmt>`` in ``directory``.
 
-    JSONL keeps nested fields (history, tags) as JSON; CSV (formula-safe) and Parquet carry them as JSON text.
+    A format that writes records as given (``as_records``: JSONL) keeps nested fields (history, tags) as JSON; the
+    others (CSV, formula-safe; Parquet) carry them as JSON text.
     """
-    from studio.results.export_formats import write_table
-
-    _check_format(fmt)
+    export_format = _check_format(fmt)
     target = directory / f"h2h-scenarios-{safe_filename(version)}.{fmt}"
-    if fmt == "jsonl":
-        from pipeline.jsonl import write_records
-
-        write_records(target, records)
+    if export_format.as_records:
+        export_format.write_rows(records, target, columns=list(records[0]) if records else [], kinds={})
         return target
     flat = [
         {
@@ -88,7 +92,5 @@ def version_file(records: list[dict[str, Any]], version: str, fmt: str, director
 
 def table_file(frame: pd.DataFrame, name: str, fmt: str, directory: Path) -> Path:
     """A results table as ``h2h-<name>.<fmt>`` in ``directory`` (CSV formula-safe)."""
-    from studio.results.export_formats import write_table
-
     _check_format(fmt)
     return write_table(frame, directory / f"h2h-{safe_filename(name)}.{fmt}")
