@@ -14,6 +14,7 @@ import pandas as pd
 
 from pipeline.records import SUBTASKS
 from studio.models.curation import STATUSES
+from studio.services.listing import ResponseFilters, ScenarioFilters, parse
 from studio.ui import curate_views as views
 from studio.ui import tables
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
@@ -136,23 +137,27 @@ class CurateTab:
 
     def _wire(self) -> None:
         self._wire_scenarios()
+        self._wire_responses()
         self._wire_versions()
 
     def _wire_scenarios(self) -> None:
-        filters = [
-            self.subtask,
-            self.status,
-            self.agreement_below,
-            self.disagreement,
-            self.flagged_scenarios,
-            self.order,
-            self.page_size,
-            self.page,
-        ]
+        # Each control by the ScenarioFilters field it sets: the page's one list of its filters, handed to the
+        # handler by those names (Gradio's inputs_kwargs; sent over the wire in this order).
+        self.scenario_controls: dict[str, Any] = {
+            "subtask": self.subtask,
+            "status": self.status,
+            "agreement_below": self.agreement_below,
+            "disagreement": self.disagreement,
+            "flagged": self.flagged_scenarios,
+            "order": self.order,
+            "page_size": self.page_size,
+            "page": self.page,
+        }
+        filters = self.scenario_controls
         listing = [self.scenarios, self.summary, self.page]
-        self.search.click(self._browse(0, reset=True), inputs=filters, outputs=listing, api_visibility="private")
-        self.previous.click(self._browse(-1), inputs=filters, outputs=listing, api_visibility="private")
-        self.next.click(self._browse(1), inputs=filters, outputs=listing, api_visibility="private")
+        self.search.click(self._browse(0, reset=True), inputs_kwargs=filters, outputs=listing, api_visibility="private")
+        self.previous.click(self._browse(-1), inputs_kwargs=filters, outputs=listing, api_visibility="private")
+        self.next.click(self._browse(1), inputs_kwargs=filters, outputs=listing, api_visibility="private")
         detail = self._detail_outputs()
         for table_of_rows in (self.scenarios, self.responses):
             table_of_rows.select(self._on_select(), outputs=[*detail, self.tabs], api_visibility="private")
@@ -163,10 +168,19 @@ class CurateTab:
             opening(None, js="() => ''", outputs=[self.decision.message])
         decided = self.decision.wire(shown=self.detail.shown, detail_outputs=detail, detail_values=self._detail_values)
         # The list shows the decision at once (same filters, same page).
-        decided.then(self._browse(0), inputs=filters, outputs=listing, api_visibility="private")
+        decided.then(self._browse(0), inputs_kwargs=filters, outputs=listing, api_visibility="private")
+
+    def _wire_responses(self) -> None:
+        # Each control by the ResponseFilters field it sets (the page offers no model or variant filter).
+        self.response_controls: dict[str, Any] = {
+            "subtask": self.response_subtask,
+            "flagged": self.flagged,
+            "adjudicated": self.adjudicated,
+            "page": self.response_page,
+        }
         self.response_search.click(
             self._on_responses(),
-            inputs=[self.response_subtask, self.flagged, self.adjudicated, self.response_page],
+            inputs_kwargs=self.response_controls,
             outputs=[self.responses, self.response_summary],
             api_visibility="private",
         )
@@ -187,31 +201,12 @@ class CurateTab:
     def _browse(self, step: int, *, reset: bool = False) -> Any:
         import gradio as gr
 
-        def on_browse(
-            subtask: str | None,
-            status: str | None,
-            agreement_below: str | None,
-            disagreement: str | None,
-            flagged: str | None,
-            order: str | None,
-            page_size: int | None,
-            page: float | None,
-            request: gr.Request,
-        ) -> list[Any]:
-            wanted = 1 if reset else max(1, int(page or 1) + step)
+        def on_browse(request: gr.Request, **chosen: Any) -> list[Any]:
+            chosen["page"] = 1 if reset else max(1, int(chosen["page"] or 1) + step)
+            chosen["page_size"] = chosen["page_size"] or 25
             with reading(self.open_context, request) as (session, caller):
-                found = curate.browse_scenarios(
-                    session,
-                    caller=caller,
-                    subtask=subtask,
-                    status=status,
-                    agreement_below=agreement_below,
-                    disagreement=disagreement,
-                    flagged=flagged,
-                    order=order,
-                    page=wanted,
-                    page_size=page_size or 25,
-                )
+                filters = parse(ScenarioFilters, **chosen)
+                found = curate.browse_scenarios(session, caller=caller, filters=filters)
             shown = tables.scenario_list(found)
             return [tables.listed(shown), shown.summary, shown.page]
 
@@ -248,19 +243,11 @@ class CurateTab:
     def _on_responses(self) -> Any:
         import gradio as gr
 
-        def on_responses(
-            subtask: str | None, flagged: str | None, adjudicated: str | None, page: float | None, request: gr.Request
-        ) -> list[Any]:
+        def on_responses(request: gr.Request, **chosen: Any) -> list[Any]:
+            chosen["page"] = max(1, int(chosen["page"] or 1))
             with reading(self.open_context, request) as (session, caller):
-                found = curate.browse_responses(
-                    session,
-                    caller=caller,
-                    subtask=subtask,
-                    flagged=flagged,
-                    adjudicated=adjudicated,
-                    page=max(1, int(page or 1)),
-                    page_size=25,
-                )
+                filters = parse(ResponseFilters, **chosen, page_size=25)
+                found = curate.browse_responses(session, caller=caller, filters=filters)
             shown = tables.table_page(found, tables.RESPONSE_COLUMNS)
             return [shown.frame, shown.summary]
 
@@ -311,7 +298,7 @@ class CurateTab:
 
         names = [campaign.name for campaign in annotate.visible_campaigns(session, caller=caller, include_closed=True)]
         # The first page of scenarios is shown at once: an empty table under "Search" read as "no scenarios".
-        listed = curate.browse_scenarios(session, caller=caller, page_size=25)
+        listed = curate.browse_scenarios(session, caller=caller, filters=ScenarioFilters(page_size=25))
         first = tables.scenario_list(listed)
         return [
             *self._versions_values(session, caller),

@@ -21,10 +21,10 @@ from studio.policies import AdminPolicy, AuditPolicy, authorize
 from studio.services import audit, auth, campaigns
 from studio.services.campaigns import CampaignOverview, CampaignStatusChange, TargetChoices, TargetSelection
 from studio.services.curation import Page
+from studio.services.listing import Paging, parse
 from studio.services.progress import QuotaReport, quota_report
 from studio.services.queue import get_campaign
 from studio.services.usernames import visible_username
-from studio.usecases.queries import Paging, parse
 from studio.workflows import WorkflowSchema, load_schemas
 
 CAMPAIGN_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")

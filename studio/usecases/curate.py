@@ -1,15 +1,15 @@
 """Curating: browse scenarios and responses, read one scenario and the audit log, decide, publish, aggregate.
 
 Every function takes the request's ``session`` and ``caller``, authorises first (``studio.policies.CurationPolicy``)
-and then calls ``studio.services.curation`` / ``studio.services.aggregation``. Listings take their paging and
-filters as the raw values a front door received and parse them with ``studio.usecases.queries`` — one rule for the
-REST API and the curator page, including "a page past the end shows the last page".
+and then calls ``studio.services.curation`` / ``studio.services.aggregation``. Listings take their filters and
+paging whole, as the model of :mod:`studio.services.listing` the front door built (the REST route from its query,
+the curator page from its widgets) — one rule for both, including "a page past the end shows the last page".
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, Field, ValidationError
@@ -23,45 +23,32 @@ from studio.services import aggregation, curation, rater
 from studio.services import curation_decisions as decisions
 from studio.services.aggregation import AggregationSummary
 from studio.services.curation import Page
+from studio.services.listing import Paging, ResponseFilters, ScenarioFilters
 from studio.services.publishing import PublishPreview
 from studio.services.rater import RaterAgreement
-from studio.usecases.queries import Paging, ResponseFilters, ScenarioFilters, parse
+
+Listing = TypeVar("Listing", bound=Paging)
 
 
-def _listed(fetch: Any, paging: Paging) -> Page:
-    """``fetch(paging)``, or the last page when ``paging`` lies past the end of what matches."""
-    found: Page = fetch(paging)
+def _listed(fetch: Callable[[Listing], Page], listing: Listing) -> Page:
+    """``fetch(listing)``, or the last page when ``listing`` asks for a page past the end of what matches."""
+    found = fetch(listing)
     if found.total and not found.rows:
-        found = fetch(paging.last_for(found.total))
+        found = fetch(listing.last_for(found.total))
     return found
 
 
-def browse_scenarios(
-    session: Session, *, caller: UserPublic, page: Any = 1, page_size: Any = 50, **filters: Any
-) -> Page:
-    """One page of scenarios with their review state; ``filters`` are :class:`~studio.usecases.queries.
-    ScenarioFilters` (subtask, status, agreement_below, disagreement) as the front door received them."""
+def browse_scenarios(session: Session, *, caller: UserPublic, filters: ScenarioFilters | None = None) -> Page:
+    """One page of the scenarios ``filters`` choose (all, first page, when None), with their review state."""
     authorize(caller, CurationPolicy.read())
-    chosen = parse(ScenarioFilters, **filters)
-    paging = parse(Paging, page=page, page_size=page_size)
-    return _listed(
-        lambda at: curation.browse_scenarios(session, **chosen.model_dump(), page=at.page, page_size=at.page_size),
-        paging,
-    )
+    # The service still takes the filters as keywords: one per field of ScenarioFilters, page and order included.
+    return _listed(lambda at: curation.browse_scenarios(session, **at.model_dump()), filters or ScenarioFilters())
 
 
-def browse_responses(
-    session: Session, *, caller: UserPublic, page: Any = 1, page_size: Any = 50, **filters: Any
-) -> Page:
-    """One page of responses with their scores; ``filters`` are :class:`~studio.usecases.queries.ResponseFilters`
-    (subtask, model, variant, flagged, adjudicated) as the front door received them."""
+def browse_responses(session: Session, *, caller: UserPublic, filters: ResponseFilters | None = None) -> Page:
+    """One page of the responses ``filters`` choose (all, first page, when None), with their scores."""
     authorize(caller, CurationPolicy.read())
-    chosen = parse(ResponseFilters, **filters)
-    paging = parse(Paging, page=page, page_size=page_size)
-    return _listed(
-        lambda at: curation.browse_responses(session, **chosen.model_dump(), page=at.page, page_size=at.page_size),
-        paging,
-    )
+    return _listed(lambda at: curation.browse_responses(session, **at.model_dump()), filters or ResponseFilters())
 
 
 def scenario_detail(session: Session, *, caller: UserPublic, scenario_id: str) -> dict[str, Any]:

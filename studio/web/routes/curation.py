@@ -7,12 +7,13 @@ has only the one route and POST only ``…/decision``, so the longer path is nev
 """
 
 # No `from __future__ import annotations`: FastAPI reads the dependency types of the signatures as objects.
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Response, status
+from fastapi import APIRouter, Query, Response, status
 
 from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
 from studio.services.curation import Page
+from studio.services.listing import ResponseFilters, ScenarioFilters
 from studio.services.publishing import PublishPreview
 from studio.usecases import curate
 from studio.web.deps import CallerDep
@@ -22,58 +23,18 @@ router = APIRouter(prefix="/v1/curation", tags=["curation"])
 
 
 @router.get("/scenarios", response_model=Page)
-def scenarios(
-    caller: CallerDep,
-    subtask: str | None = None,
-    status: str | None = None,
-    agreement_below: float | None = None,
-    disagreement: bool | None = None,
-    flagged: bool | None = None,
-    order: str = "id",
-    page: int = 1,
-    page_size: int = 50,
-) -> Page:
+def scenarios(caller: CallerDep, filters: Annotated[ScenarioFilters, Query()]) -> Page:
     """Scenarios with their review state, filtered and paged (a page past the end answers the last page);
     ``flagged``: with refine flags; ``order=uncertainty``: the LLM pre-screen's most uncertain first."""
     with caller.reading() as (session, user):
-        return curate.browse_scenarios(
-            session,
-            caller=user,
-            subtask=subtask,
-            status=status,
-            agreement_below=agreement_below,
-            disagreement=disagreement,
-            flagged=flagged,
-            order=order,
-            page=page,
-            page_size=page_size,
-        )
+        return curate.browse_scenarios(session, caller=user, filters=filters)
 
 
 @router.get("/responses", response_model=Page)
-def responses(
-    caller: CallerDep,
-    subtask: str | None = None,
-    model: str | None = None,
-    variant: str | None = None,
-    flagged: bool | None = None,
-    adjudicated: bool | None = None,
-    page: int = 1,
-    page_size: int = 50,
-) -> Page:
+def responses(caller: CallerDep, filters: Annotated[ResponseFilters, Query()]) -> Page:
     """Responses with their automatic and judge scores, filtered and paged."""
     with caller.reading() as (session, user):
-        return curate.browse_responses(
-            session,
-            caller=user,
-            subtask=subtask,
-            model=model,
-            variant=variant,
-            flagged=flagged,
-            adjudicated=adjudicated,
-            page=page,
-            page_size=page_size,
-        )
+        return curate.browse_responses(session, caller=user, filters=filters)
 
 
 @router.get("/scenarios/{scenario_id:path}")

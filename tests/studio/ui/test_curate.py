@@ -25,6 +25,7 @@ from studio.results.export_formats import read_table
 from studio.services.aggregation import aggregate_campaign
 from studio.services.auth import login
 from studio.services.ingest import ingest_run
+from studio.services.listing import ResponseFilters, ScenarioFilters, parse
 from studio.ui import curate_views as views
 from studio.ui import downloads, tables
 from studio.ui.tables import TablePage
@@ -68,7 +69,11 @@ def as_caller(engine: Engine, session_token: str | None, use: Use, *, write: boo
 
 def browse(engine: Engine, session_token: str, **choices: Any) -> TablePage:
     """The Scenarios listing as the page shows it."""
-    found = as_caller(engine, session_token, lambda s, c: curate.browse_scenarios(s, caller=c, **choices))
+    found = as_caller(
+        engine,
+        session_token,
+        lambda s, c: curate.browse_scenarios(s, caller=c, filters=parse(ScenarioFilters, **choices)),
+    )
     return tables.scenario_list(found)
 
 
@@ -198,14 +203,22 @@ def test_browse_filters_and_pages(voted: Engine, tokens: Tokens) -> None:
         "iti-1",
         "iti-3",
     ]
-    low = as_caller(voted, curator, lambda s, c: curate.browse_scenarios(s, caller=c, agreement_below=0.6)).rows
+    low = as_caller(
+        voted, curator, lambda s, c: curate.browse_scenarios(s, caller=c, filters=ScenarioFilters(agreement_below=0.6))
+    ).rows
     assert [row["id"] for row in low] == ["dlg-3", "iti-3"] and all(row["crowd_agreement"] < 0.6 for row in low)
     # iti-2's verdict agrees (its subtask label ties, which the classification rule leaves alone): no dispute
     assert list(browse(voted, curator, disagreement=True).frame["id"]) == ["dlg-3", "iti-3"]
     assert list(browse(voted, curator, status="rejected").frame["id"]) == ["iti-1"]
     assert browse(voted, curator, status="pending").frame.empty
     flagged = tables.table_page(
-        as_caller(voted, curator, lambda s, c: curate.browse_responses(s, caller=c, flagged="yes", page_size=100)),
+        as_caller(
+            voted,
+            curator,
+            lambda s, c: curate.browse_responses(
+                s, caller=c, filters=parse(ResponseFilters, flagged="yes", page_size=100)
+            ),
+        ),
         tables.RESPONSE_COLUMNS,
     )
     assert flagged.total > 0 and flagged.frame["needs_adjudication"].all()
@@ -264,7 +277,9 @@ def test_decisions_need_a_reason_and_are_audit_logged(voted: Engine, tokens: Tok
     assert list(scenario_view(voted, curator, "dlg-1").audit["reason"]) == ["duplicate of dlg-2"]
     rejected = browse(voted, curator, status="rejected").frame
     assert list(rejected["id"]) == ["dlg-1"] and list(rejected["status"]) == ["rejected"]
-    [row] = as_caller(voted, curator, lambda s, c: curate.browse_scenarios(s, caller=c, status="rejected")).rows
+    [row] = as_caller(
+        voted, curator, lambda s, c: curate.browse_scenarios(s, caller=c, filters=ScenarioFilters(status="rejected"))
+    ).rows
     assert row["decided_by"] == "curator:curator"
 
 
@@ -332,3 +347,31 @@ def test_download_dirs_are_fresh_and_old_ones_are_pruned() -> None:
     fresh = downloads.new_download_dir()
     assert fresh not in (old, recent) and fresh.name.startswith(downloads.DOWNLOAD_PREFIX)
     assert not old.exists() and recent.is_dir() and list(fresh.iterdir()) == []
+
+
+def test_the_page_sets_every_filter_from_its_controls_and_lists_what_the_use_case_lists(
+    voted: Engine, tokens: Tokens
+) -> None:
+    """The Curate page's scenario controls are keyed by the ScenarioFilters field each one sets — every field has
+    one, so a filter added to the model without a control fails here — and its Search lists what the use case lists
+    for the same filters (the page's "any" words included)."""
+    import gradio as gr
+
+    from studio.ui.curate import CurateTab
+
+    tab = CurateTab(lambda session_token: RequestContext(voted, session_token))
+    with gr.Blocks():
+        tab.build()
+    assert set(tab.scenario_controls) == set(ScenarioFilters.model_fields)
+    assert set(tab.response_controls) < set(ResponseFilters.model_fields)
+    curator = tokens["curator"]
+    with write_session(voted) as session:
+        aggregate_campaign(session, campaign="vote")
+    chosen = {"subtask": "", "status": "in_review", "agreement_below": "", "disagreement": "any", "flagged": ""}
+    chosen |= {"order": "uncertainty", "page_size": 10, "page": 3}
+    listed, summary, page = tab._browse(0, reset=True)(curator, **chosen)  # Search: the first page
+    expected = browse(voted, curator, **(chosen | {"page": 1}))
+    assert (summary, page) == (expected.summary, 1) and list(expected.frame["id"]) == ["dlg-3", "iti-3"]
+    assert [row[0] for row in listed.value["data"]] == ["dlg-3", "iti-3"]
+    responses, _summary = tab._on_responses()(curator, subtask="", flagged="yes", adjudicated="any", page=1.0)
+    assert len(responses) > 0 and responses["needs_adjudication"].all()

@@ -19,6 +19,7 @@ from studio.models.curation import DatasetVersion, ImmutableVersionError
 from studio.services import curation
 from studio.services.aggregation import aggregate_campaign
 from studio.services.ingest import ingest_run
+from studio.services.listing import ResponseFilters, ScenarioFilters, parse
 from studio.usecases import curate
 from tests.studio.helpers import make_scenarios, write_run
 
@@ -40,7 +41,7 @@ def test_browse_scenarios_filters_and_pages(aggregated: Engine, users: dict[str,
     with read_session(aggregated) as session:
 
         def browse(**filters: object) -> curation.Page:
-            return curate.browse_scenarios(session, caller=researcher, **filters)
+            return curate.browse_scenarios(session, caller=researcher, filters=parse(ScenarioFilters, **filters))
 
         # iti-2's verdict agrees (keep 2/2); its subtask label ties, which the classification rule leaves alone.
         assert ids(browse(status="in_review")) == ["dlg-3", "iti-3"]
@@ -59,9 +60,13 @@ def test_browse_scenarios_filters_and_pages(aggregated: Engine, users: dict[str,
 
 def test_browse_responses_by_flag_and_adjudication(aggregated: Engine, users: dict[str, UserPublic]) -> None:
     with read_session(aggregated) as session:
-        flagged = curate.browse_responses(session, caller=users["curator"], flagged=True, page_size=100)
-        every = curate.browse_responses(session, caller=users["curator"], page_size=100)
-        alpha = curate.browse_responses(session, caller=users["curator"], model="model-alpha", variant="with_sap")
+        flagged = curate.browse_responses(
+            session, caller=users["curator"], filters=ResponseFilters(flagged=True, page_size=100)
+        )
+        every = curate.browse_responses(session, caller=users["curator"], filters=ResponseFilters(page_size=100))
+        alpha = curate.browse_responses(
+            session, caller=users["curator"], filters=ResponseFilters(model="model-alpha", variant="with_sap")
+        )
         expected = session.execute(select(func.count()).where(ResponseRow.needs_adjudication.is_(True))).scalar_one()
     assert flagged.total == expected > 0 and all(row["needs_adjudication"] for row in flagged.rows)
     assert every.total == 24 and alpha.total == 6
@@ -120,7 +125,7 @@ def test_decisions_need_a_reason_are_audited_and_outrank_aggregation(
     assert edit.detail["before"]["edits"] == {} and edit.detail["after"]["edits"]["reference"].startswith("我在")
     with write_session(aggregated) as session:
         assert aggregate_campaign(session, campaign="vote").changed == 0
-        page = curate.browse_scenarios(session, caller=curator, status="rejected")
+        page = curate.browse_scenarios(session, caller=curator, filters=ScenarioFilters(status="rejected"))
         detail = curate.scenario_detail(session, caller=curator, scenario_id="dlg-2")
     assert ids(page) == ["dlg-1", "iti-1"]
     assert detail["scenario"]["reference"] == "我在这里陪着你。你现在安全吗？"
@@ -229,7 +234,7 @@ def test_reingest_keeps_ids_and_curator_edits(
             ).all()
         )
         detail = curate.scenario_detail(session, caller=curator, scenario_id="dlg-1")
-        page = curate.browse_scenarios(session, caller=curator, subtask="dialogue_base")
+        page = curate.browse_scenarios(session, caller=curator, filters=ScenarioFilters(subtask="dialogue_base"))
     assert after == before
     assert detail["scenario"]["reference"] == "辛苦啦，抱抱你，先好好休息。"
     assert detail["scenario"]["user_input"] == "今天真的好累。"
