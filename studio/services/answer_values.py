@@ -1,20 +1,68 @@
-"""An answer's values and time as the store takes them: checked against the workflow, the studio's text limit and
-the clock (shared by submitting, :mod:`studio.services.answers`, and revising, :mod:`studio.services.answers_mine`)."""
+"""An answer as the studio takes it: the request shapes, declared once — :class:`Submission` (a submit),
+:class:`Revision` (a revision) and the :class:`AnswerLimits` both obey — and the values and time checked against the
+workflow, the studio's text limit and the clock (shared by submitting, :mod:`studio.services.answers`, and revising,
+:mod:`studio.services.answers_mine`).
+
+The REST API takes :class:`Submission` and :class:`Revision` as its bodies and the annotate page builds them from its
+form; the use cases pass them whole to the services, which check them again (a service is also called by scripts
+and tests with models built unchecked, see :func:`studio.services.answers.submit_answer`).
+"""
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import BaseModel, Field
 
 from studio.errors import InvalidInput
 from studio.models import UserPublic
-from studio.services.queue import pair_order
+from studio.models.types import StoredId
+from studio.services.queue import DEFAULT_LEASE_SECONDS, pair_order
 from studio.services.queue_rows import CampaignState
+from studio.settings import Settings
 from studio.workflows import AnswerValidationError, FreeText, Pairwise, WorkflowSchema
 
 DEFAULT_MAX_SECONDS = 3600.0
 #: A client may report a little more time than the server measured (clock skew, page load).
 CLIENT_SECONDS_GRACE = 5.0
+
+
+class Submission(BaseModel):
+    """One submit: the item and lease it answers (as they were shown), an id that makes retries safe, the answers and
+    the seconds the person spent on the item (as the client measured them)."""
+
+    item_id: StoredId
+    lease_id: str = Field(min_length=1, max_length=64)
+    submission_id: str = Field(min_length=1, max_length=128)
+    answers: dict[str, Any]
+    seconds_spent: float | None = None
+
+
+class Revision(BaseModel):
+    """One revision of one's own answer: the new answers, and the seconds spent revising (added to the answer's)."""
+
+    answers: dict[str, Any]
+    seconds_spent: float | None = None
+
+
+@dataclass(frozen=True)
+class AnswerLimits:
+    """The settings answering obeys (see :class:`studio.settings.Settings`): the lease, the time an answer may count,
+    the longest free text (None: the workflow's own limit only)."""
+
+    lease_seconds: int = DEFAULT_LEASE_SECONDS
+    max_seconds_spent: float = DEFAULT_MAX_SECONDS
+    max_text_chars: int | None = None
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> AnswerLimits:
+        return cls(
+            lease_seconds=settings.lease_seconds,
+            max_seconds_spent=settings.max_seconds_spent,
+            max_text_chars=settings.max_text_chars,
+        )
 
 
 def check_text_lengths(schema: WorkflowSchema, answers: dict[str, Any], max_text_chars: int | None) -> None:

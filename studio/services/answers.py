@@ -1,5 +1,10 @@
 """Storing answers: one per (item, person), idempotent per ``submission_id``, revisable while open (revising and
-reading one's own answers: :mod:`studio.services.answers_mine`, named here too)."""
+reading one's own answers: :mod:`studio.services.answers_mine`, named here too).
+
+A submit arrives whole, as a :class:`~studio.services.answer_values.Submission` with the
+:class:`~studio.services.answer_values.AnswerLimits` it obeys (:func:`submit`, :func:`retried_submission`);
+:func:`submit_answer` and :func:`stored_submission` are the keyword forms for scripts, tests and benchmarks.
+"""
 
 from __future__ import annotations
 
@@ -14,7 +19,13 @@ from sqlmodel import Session
 from studio.db import lock_campaign, lock_item
 from studio.errors import Conflict, InvalidInput
 from studio.models import AnswerPublic, UserPublic, utc_now
-from studio.services.answer_values import DEFAULT_MAX_SECONDS, clean_values, client_seconds
+from studio.services.answer_values import (
+    DEFAULT_MAX_SECONDS,
+    AnswerLimits,
+    Submission,
+    clean_values,
+    client_seconds,
+)
 
 # A person's own answers (revise, read, as shown) live in studio.services.answers_mine; named here too, where the
 # studio's callers have always found them.
@@ -46,8 +57,10 @@ from studio.services.text import is_unicode, require_unicode
 
 __all__ = [
     "DEFAULT_MAX_SECONDS",
+    "AnswerLimits",
     "ReviseResult",
     "SubmitResult",
+    "Submission",
     "answer_by_submission_id",
     "has_seen_item",
     "my_answer",
@@ -55,6 +68,7 @@ __all__ = [
     "retried_submission",
     "revise_answer",
     "stored_submission",
+    "submit",
     "submit_answer",
     "values_as_shown",
 ]
@@ -138,39 +152,24 @@ def _store(session: Session, lease_id: str, now: datetime, **answer: Any) -> Ans
 
 
 def _checked_request(
-    session: Session,
-    *,
-    campaign: str,
-    user: UserPublic,
-    item_id: int,
-    lease_id: str,
-    submission_id: str,
-    answers: Any,
-    seconds_spent: float | None,
-    max_seconds_spent: float,
-    max_text_chars: int | None,
+    session: Session, *, campaign: str, user: UserPublic, submission: Submission, limits: AnswerLimits
 ) -> tuple[CampaignState, Any, dict[str, Any]]:
     """Every check of a submit that only reads: text, seconds, campaign open, item and the answer values."""
-    _check_request_text(submission_id, lease_id, answers)
-    client_seconds(seconds_spent, None, max_seconds_spent)  # refuse a bad value before taking the lock
+    _check_request_text(submission.submission_id, submission.lease_id, submission.answers)
+    client_seconds(submission.seconds_spent, None, limits.max_seconds_spent)  # refuse a bad value before the lock
     found = campaign_state(session, campaign)
     require_open(found)
-    item = campaign_item(session, found, item_id)
-    return found, item, clean_values(found.schema, found, user, item, answers, max_text_chars)
+    item = campaign_item(session, found, submission.item_id)
+    return found, item, clean_values(found.schema, found, user, item, submission.answers, limits.max_text_chars)
 
 
-def submit_answer(
+def submit(
     session: Session,
     *,
     campaign: str,
     user: UserPublic,
-    item_id: int,
-    lease_id: str,
-    submission_id: str,
-    answers: dict[str, Any],
-    seconds_spent: float | None = None,
-    max_seconds_spent: float = DEFAULT_MAX_SECONDS,
-    max_text_chars: int | None = None,
+    submission: Submission,
+    limits: AnswerLimits = AnswerLimits(),
     now: datetime | None = None,
 ) -> SubmitResult:
     """Store the caller's answer to an item they hold a lease on.
@@ -182,37 +181,29 @@ def submit_answer(
     ``InvalidInput`` (answer values). Nothing is stored on any error. ``now`` fixes the clock (tests); by default
     it is read once the locks are held, so a wait for them does not leave it stale.
     """
-    clock = now
-    found, item, values = _checked_request(
-        session,
-        campaign=campaign,
-        user=user,
-        item_id=item_id,
-        lease_id=lease_id,
-        submission_id=submission_id,
-        answers=answers,
-        seconds_spent=seconds_spent,
-        max_seconds_spent=max_seconds_spent,
-        max_text_chars=max_text_chars,
-    )
+    clock, item_id = now, submission.item_id
+    found, item, values = _checked_request(session, campaign=campaign, user=user, submission=submission, limits=limits)
     # Everything above only reads. The item's lock (PostgreSQL; SQLite's write lock covers it all) serialises submits
     # of this item; filling the slot a live lease holds changes no other person's decision, and the lease is closed
     # only if still open (_store), so a concurrent skip cannot make one slot count twice.
     lock_item(session, item_id)
     now = clock or utc_now()  # under the item's lock (SQLite: the write lock, taken at the first read above)
-    retried, answered = earlier_answers(session, submission_id=submission_id, item_id=item_id, user_id=user.id)
+    retried, answered = earlier_answers(
+        session, submission_id=submission.submission_id, item_id=item_id, user_id=user.id
+    )
     if retried is not None:
         answer = _retry_of(session, retried, campaign=campaign, user=user, item_id=item_id, values=values)
         return SubmitResult(created=False, answer=answer)
     if answered is not None:
         raise Conflict(f"item_id: you already answered item {item_id}; revise it with PUT .../answers/{item_id}")
-    lease = own_lease(session, found, user, item_id, lease_id)
+    lease = own_lease(session, found, user, item_id, submission.lease_id)
     if lease.expires_at <= now + LEASE_EXPIRY_MARGIN and lock_campaign(session, found.id):
         # An expired (or about to expire) lease's slot may be handed on meanwhile: decide under the queue lock,
         # with the item and the clock as they are now.
         item, now = item_row(session, item_id), clock or utc_now()
     _check_slot(session, found, item, lease, now)
     server_seconds = max(0.0, (now - lease.issued_at).total_seconds())
+    cap = limits.max_seconds_spent
     answer = _store(
         session,
         lease.id,
@@ -221,9 +212,9 @@ def submit_answer(
         campaign_id=found.id,
         user_id=user.id,
         values=values,
-        submission_id=submission_id,
-        seconds_spent=client_seconds(seconds_spent, server_seconds, max_seconds_spent),
-        server_seconds=min(server_seconds, max_seconds_spent),
+        submission_id=submission.submission_id,
+        seconds_spent=client_seconds(submission.seconds_spent, server_seconds, cap),
+        server_seconds=min(server_seconds, cap),
         created_at=now,
         updated_at=now,
     )
@@ -233,7 +224,7 @@ def submit_answer(
 def answer_by_submission_id(session: Session, submission_id: str) -> AnswerPublic | None:
     """The answer stored under ``submission_id``, whoever stored it; None when there is none (one indexed query)."""
     if not isinstance(submission_id, str) or not is_unicode(submission_id):
-        return None  # submit_answer refuses it with the precise error
+        return None  # submit refuses it with the precise error
     return answer_by_submission(session, submission_id)
 
 
@@ -243,66 +234,50 @@ def retried_submission(
     *,
     campaign: str,
     user: UserPublic,
-    item_id: int,
-    lease_id: str,
-    submission_id: str,
-    answers: dict[str, Any],
-    seconds_spent: float | None = None,
-    max_seconds_spent: float = DEFAULT_MAX_SECONDS,
-    max_text_chars: int | None = None,
+    submission: Submission,
+    limits: AnswerLimits = AnswerLimits(),
 ) -> AnswerPublic:
     """``stored`` (of :func:`answer_by_submission_id`) as the answer to this retried submit, after the same checks
-    and errors :func:`submit_answer` gives a retry (``Conflict`` when the submission_id is someone else's or was
+    and errors :func:`submit` gives a retry (``Conflict`` when the submission_id is someone else's or was
     stored with other values)."""
     _found, _item, values = _checked_request(
-        session,
-        campaign=campaign,
-        user=user,
-        item_id=item_id,
-        lease_id=lease_id,
-        submission_id=submission_id,
-        answers=answers,
-        seconds_spent=seconds_spent,
-        max_seconds_spent=max_seconds_spent,
-        max_text_chars=max_text_chars,
+        session, campaign=campaign, user=user, submission=submission, limits=limits
     )
-    return _retry_of(session, stored, campaign=campaign, user=user, item_id=item_id, values=values)
+    return _retry_of(session, stored, campaign=campaign, user=user, item_id=submission.item_id, values=values)
 
 
-def stored_submission(
-    session: Session,
-    *,
-    campaign: str,
-    user: UserPublic,
-    item_id: int,
-    lease_id: str,
-    submission_id: str,
-    answers: dict[str, Any],
-    seconds_spent: float | None = None,
-    max_seconds_spent: float = DEFAULT_MAX_SECONDS,
-    max_text_chars: int | None = None,
-) -> AnswerPublic | None:
-    """The answer a retry of this submit must return, read without any lock; None when it is not stored yet.
+def unchecked_submission(fields: dict[str, Any]) -> Submission:
+    """A :class:`Submission` of keyword ``fields`` as given (the service checks them itself, as it always did);
+    ``TypeError``, as for a wrong keyword, when one is not a field of it or a required one is missing."""
+    unknown = sorted(fields.keys() - Submission.model_fields.keys())
+    missing = sorted(
+        name for name, field in Submission.model_fields.items() if field.is_required() and name not in fields
+    )
+    if unknown or missing:
+        raise TypeError(f"a submission has no field {unknown} and needs {missing}" if unknown else f"missing {missing}")
+    return Submission.model_construct(**fields)
 
-    Answers the same as :func:`submit_answer` would for a retry (the same checks and errors, then the
-    stored answer), so a read session can serve retries off the write lock. Safe because answers are
-    never deleted and ``submission_id`` is unique: once stored, the answer a submission_id names never
-    changes owner or item. None means "not stored when this read began": call :func:`submit_answer`,
-    which decides under the lock (a retry racing its first submit lands there).
+
+def submit_answer(
+    session: Session, *, campaign: str, user: UserPublic, now: datetime | None = None, **fields: Any
+) -> SubmitResult:
+    """:func:`submit` with the submission's fields as keywords (``item_id``, ``lease_id``, ``submission_id``,
+    ``answers``, ``seconds_spent``) and the default limits: the form scripts, tests and benchmarks call."""
+    return submit(session, campaign=campaign, user=user, submission=unchecked_submission(fields), now=now)
+
+
+def stored_submission(session: Session, *, campaign: str, user: UserPublic, **fields: Any) -> AnswerPublic | None:
+    """The answer a retry of this submit (``fields`` as for :func:`submit_answer`) must return, read without any
+    lock; None when it is not stored yet.
+
+    Answers the same as :func:`submit` would for a retry (the same checks and errors, then the stored answer), so a
+    read session can serve retries off the write lock. Safe because answers are never deleted and ``submission_id``
+    is unique: once stored, the answer a submission_id names never changes owner or item. None means "not stored
+    when this read began": call :func:`submit`, which decides under the lock (a retry racing its first submit lands
+    there).
     """
-    stored = answer_by_submission_id(session, submission_id)
+    submission = unchecked_submission(fields)
+    stored = answer_by_submission_id(session, submission.submission_id)
     if stored is None:
         return None
-    return retried_submission(
-        session,
-        stored,
-        campaign=campaign,
-        user=user,
-        item_id=item_id,
-        lease_id=lease_id,
-        submission_id=submission_id,
-        answers=answers,
-        seconds_spent=seconds_spent,
-        max_seconds_spent=max_seconds_spent,
-        max_text_chars=max_text_chars,
-    )
+    return retried_submission(session, stored, campaign=campaign, user=user, submission=submission)

@@ -19,7 +19,7 @@ from sqlmodel import Session, col
 from studio.errors import NotFound, PermissionDenied
 from studio.models import Answer, AnswerPublic, AnswerRevision, Lease, UserPublic, utc_now
 from studio.models.types import stored_id
-from studio.services.answer_values import DEFAULT_MAX_SECONDS, clean_values, client_seconds
+from studio.services.answer_values import AnswerLimits, Revision, clean_values, client_seconds
 from studio.services.queue import campaign_item, campaign_state, open_campaign, pair_order
 from studio.services.queue_rows import CampaignState
 from studio.services.text import require_unicode
@@ -59,23 +59,23 @@ def revise_answer(
     campaign: str,
     user: UserPublic,
     item_id: int,
-    answers: dict[str, Any],
-    seconds_spent: float | None = None,
-    max_seconds_spent: float = DEFAULT_MAX_SECONDS,
-    max_text_chars: int | None = None,
+    revision: Revision,
+    limits: AnswerLimits = AnswerLimits(),
     now: datetime | None = None,
 ) -> ReviseResult:
-    """Replace the person's own answer while the campaign is open; the old values go to AnswerRevision. Values equal
-    to the stored ones write nothing (``changed`` False). Errors: ``PermissionDenied`` (closed, or no revising in this
-    workflow), ``NotFound`` (no answer to revise), ``InvalidInput`` (the values, the seconds)."""
+    """Replace the person's own answer to ``item_id`` with ``revision``'s answers while the campaign is open; the old
+    values go to AnswerRevision. Values equal to the stored ones write nothing (``changed`` False). Errors:
+    ``PermissionDenied`` (closed, or no revising in this workflow), ``NotFound`` (no answer to revise),
+    ``InvalidInput`` (the values, the seconds)."""
+    answers, max_seconds_spent = revision.answers, limits.max_seconds_spent
     require_unicode(answers, "answers")
     found = open_campaign(session, campaign)
     if not found.schema.allow_revision:
         raise PermissionDenied(f"campaign: {found.name!r} does not allow revising answers")
     item = campaign_item(session, found, item_id)
     answer = _own_answer_row(session, user, item_id)
-    values = clean_values(found.schema, found, user, item, answers, max_text_chars)
-    extra = client_seconds(seconds_spent, None, max_seconds_spent)
+    values = clean_values(found.schema, found, user, item, answers, limits.max_text_chars)
+    extra = client_seconds(revision.seconds_spent, None, max_seconds_spent)
     if values == answer.values:  # as stored (normalised alike): no revision, no history, no time added
         return ReviseResult(changed=False, answer=AnswerPublic.model_validate(answer))
     now = now or utc_now()

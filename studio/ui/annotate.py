@@ -33,7 +33,7 @@ from studio.ui.forms import answers_from_form, form_problems, problem_of_error, 
 from studio.ui.render import render_message
 from studio.ui.shown import ShownItem
 from studio.usecases import annotate
-from studio.usecases.annotate import AnswerLimits, Offer, Submission
+from studio.usecases.annotate import AnswerLimits, Offer, Revision, Submission
 from studio.workflows import WorkflowSchema
 
 __all__ = ["NO_FORM_YET", "AnnotateTab", "FormParts", "campaign_choices", "panel_of"]
@@ -284,13 +284,13 @@ class AnnotateTab:
 
         def store(session: Any, caller: Any) -> None:
             if shown.revising:
+                revision = Revision(answers=answers, seconds_spent=shown.seconds_on_screen())
                 revised = annotate.revise(
                     session,
                     caller=caller,
                     campaign=shown.campaign,
                     item_id=shown.item_id,
-                    values=answers,
-                    seconds_spent=shown.seconds_on_screen(),
+                    revision=revision,
                     limits=self.limits,
                 )
                 notes.append("Saved your revised answer." if revised.changed else NOTHING_CHANGED)

@@ -3,6 +3,9 @@
 Every function takes the request's ``session`` and ``caller`` (see :class:`studio.usecases.context.RequestContext`),
 authorises the caller first (``studio.policies``) and then calls the services, which own the queue's rules and the
 SQL. The REST routes and the Gradio annotate page call these same functions; neither door checks a role itself.
+A submit and a revision arrive whole, as the :class:`Submission` and :class:`Revision` of
+:mod:`studio.services.answer_values` (named here too, with :class:`AnswerLimits`, for the front doors), and go on
+whole to :mod:`studio.services.answers`.
 """
 
 from __future__ import annotations
@@ -10,7 +13,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel, Field
 from sqlmodel import Session
 
 from studio.errors import NotFound
@@ -19,39 +21,36 @@ from studio.models.types import StoredId
 from studio.policies import AccountPolicy, CampaignPolicy, authorize, is_allowed
 from studio.services import answers, campaigns, content, queue
 from studio.services import progress as progress_service
-from studio.services.answers import DEFAULT_MAX_SECONDS, ReviseResult, SubmitResult
+from studio.services.answer_values import AnswerLimits, Revision, Submission
+from studio.services.answers import ReviseResult, SubmitResult
 from studio.services.campaigns import CampaignSummary
-from studio.services.queue import DEFAULT_LEASE_SECONDS, ItemView
+from studio.services.queue import ItemView
 from studio.services.queue_rows import CampaignState
-from studio.settings import Settings
 from studio.workflows import WorkflowSchema
 
-
-@dataclass(frozen=True)
-class AnswerLimits:
-    """The settings answering obeys (see :class:`studio.settings.Settings`)."""
-
-    lease_seconds: int = DEFAULT_LEASE_SECONDS
-    max_seconds_spent: float = DEFAULT_MAX_SECONDS
-    max_text_chars: int | None = None
-
-    @classmethod
-    def from_settings(cls, settings: Settings) -> AnswerLimits:
-        return cls(
-            lease_seconds=settings.lease_seconds,
-            max_seconds_spent=settings.max_seconds_spent,
-            max_text_chars=settings.max_text_chars,
-        )
-
-
-class Submission(BaseModel):
-    """One submit: the item and lease it answers (as they were shown), an id that makes retries safe, the answers."""
-
-    item_id: StoredId
-    lease_id: str = Field(min_length=1, max_length=64)
-    submission_id: str = Field(min_length=1, max_length=128)
-    answers: dict[str, Any]
-    seconds_spent: float | None = None
+__all__ = [
+    "AnswerLimits",
+    "AnsweredItem",
+    "MyAnswers",
+    "Offer",
+    "Revision",
+    "Submission",
+    "answered_item",
+    "campaign_summaries",
+    "full_text",
+    "my_answer",
+    "my_answers",
+    "next_item",
+    "offer_next",
+    "progress",
+    "revise",
+    "skip",
+    "stored_answer",
+    "submit",
+    "values_as_shown",
+    "visible_campaigns",
+    "whole_content",
+]
 
 
 @dataclass(frozen=True)
@@ -119,15 +118,6 @@ def skip(session: Session, *, caller: UserPublic, campaign: str, item_id: int, l
     return queue.skip_item(session, campaign=campaign, user=caller, item_id=item_id, lease_id=lease_id)
 
 
-def _submit_arguments(campaign: str, submission: Submission, limits: AnswerLimits) -> dict[str, Any]:
-    return {
-        "campaign": campaign,
-        **submission.model_dump(),
-        "max_seconds_spent": limits.max_seconds_spent,
-        "max_text_chars": limits.max_text_chars,
-    }
-
-
 def stored_answer(
     session: Session, *, caller: UserPublic, campaign: str, submission: Submission, limits: AnswerLimits
 ) -> AnswerPublic | None:
@@ -141,7 +131,9 @@ def stored_answer(
     if stored is None:
         return None
     _answerable(session, caller, campaign)
-    return answers.retried_submission(session, stored, user=caller, **_submit_arguments(campaign, submission, limits))
+    return answers.retried_submission(
+        session, stored, campaign=campaign, user=caller, submission=submission, limits=limits
+    )
 
 
 def submit(
@@ -151,31 +143,17 @@ def submit(
     one their session moved on to. A retry (same ``submission_id``) gets the stored answer back (``created`` False);
     a lease released meanwhile (skipped, answered, expired and handed on) is a ``Conflict`` and stores nothing."""
     _answerable(session, caller, campaign)
-    return answers.submit_answer(session, user=caller, **_submit_arguments(campaign, submission, limits))
+    return answers.submit(session, campaign=campaign, user=caller, submission=submission, limits=limits)
 
 
 def revise(
-    session: Session,
-    *,
-    caller: UserPublic,
-    campaign: str,
-    item_id: int,
-    values: dict[str, Any],
-    seconds_spent: float | None,
-    limits: AnswerLimits,
+    session: Session, *, caller: UserPublic, campaign: str, item_id: int, revision: Revision, limits: AnswerLimits
 ) -> ReviseResult:
     """Replace the caller's own answer to an item while the campaign is open and its schema allows revising; values
     equal to the stored ones store nothing (``changed`` False, see :mod:`studio.services.answers_mine`)."""
     _answerable(session, caller, campaign)
     return answers.revise_answer(
-        session,
-        campaign=campaign,
-        user=caller,
-        item_id=item_id,
-        answers=values,
-        seconds_spent=seconds_spent,
-        max_seconds_spent=limits.max_seconds_spent,
-        max_text_chars=limits.max_text_chars,
+        session, campaign=campaign, user=caller, item_id=item_id, revision=revision, limits=limits
     )
 
 

@@ -1,7 +1,8 @@
 """The REST API's request and response bodies (pydantic), and the two ways a route answers without re-validation.
 
-The answer a client submits is :class:`studio.usecases.annotate.Submission` itself: the use case's input model is
-the API's body, so the API and the annotate page accept exactly the same submits.
+The answer a client submits and the revision it sends are :class:`studio.services.answer_values.Submission` and
+``Revision`` themselves: the models the annotate page builds and the use cases pass whole to the services are the
+API's bodies, so the API and the page accept exactly the same submits and revisions.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from fastapi import Response, status
 from pydantic import BaseModel, Field
 
 from studio.models import AnswerPublic
-from studio.usecases.annotate import Submission
+from studio.usecases.annotate import Revision, Submission
 
 __all__ = [
     "AnswerIn",
@@ -45,9 +46,8 @@ class SkipIn(BaseModel):
     lease_id: str = Field(min_length=1, max_length=64)
 
 
-class ReviseIn(BaseModel):
-    answers: dict[str, Any]
-    seconds_spent: float | None = None
+#: A revision's body (``answers``, ``seconds_spent``).
+ReviseIn = Revision
 
 
 class AnswerOut(BaseModel):

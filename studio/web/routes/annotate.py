@@ -89,15 +89,7 @@ def revise(name: str, item_id: int, body: ReviseIn, caller: CallerDep, limits: L
     """Replace the caller's own answer (while the campaign is open and its schema allows it); the same values again
     store nothing and say so (``changed`` false)."""
     with caller.writing() as (session, user):
-        result = annotate.revise(
-            session,
-            caller=user,
-            campaign=name,
-            item_id=item_id,
-            values=body.answers,
-            seconds_spent=body.seconds_spent,
-            limits=limits,
-        )
+        result = annotate.revise(session, caller=user, campaign=name, item_id=item_id, revision=body, limits=limits)
         shown = annotate.values_as_shown(session, caller=user, campaign=name, answer=result.answer)
     message = "Saved your revised answer." if result.changed else NOTHING_CHANGED
     revised = AnswerOut.of(result.answer, shown).model_dump()

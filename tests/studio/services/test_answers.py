@@ -11,6 +11,7 @@ from sqlalchemy import Engine, func, select
 from studio.db import read_session, write_session
 from studio.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.models import Answer, AnswerRevision, CampaignPublic, Item, UserPublic, utc_now
+from studio.services.answer_values import Revision
 from studio.services.answers import revise_answer, submit_answer
 from studio.services.campaigns import set_campaign_status
 from studio.services.progress import progress
@@ -220,7 +221,7 @@ def test_revision_keeps_history_and_closing_the_campaign_stops_revisions(
             campaign="vote",
             user=person,
             item_id=view.item_id,
-            answers={"verdict": "discard", "subtask_label": "dialogue_emotion"},
+            revision=Revision(answers={"verdict": "discard", "subtask_label": "dialogue_emotion"}),
         ).answer
     assert revised.revision == 1 and revised.values["verdict"] == "discard"
     with read_session(corpus) as session:
@@ -235,12 +236,12 @@ def test_revision_keeps_history_and_closing_the_campaign_stops_revisions(
     with write_session(corpus) as session:
         set_campaign_status(session, name="vote", status="closed")
     with pytest.raises(PermissionDenied, match="closed"), write_session(corpus) as session:
-        revise_answer(session, campaign="vote", user=person, item_id=view.item_id, answers=VOTE)
+        revise_answer(session, campaign="vote", user=person, item_id=view.item_id, revision=Revision(answers=VOTE))
     with write_session(corpus) as session:
         set_campaign_status(session, name="vote", status="open")
     stranger = add_people(corpus, password_hash, ["stranger"], "annotator")[0]
     with pytest.raises(NotFound, match="no answer"), write_session(corpus) as session:
-        revise_answer(session, campaign="vote", user=stranger, item_id=view.item_id, answers=VOTE)
+        revise_answer(session, campaign="vote", user=stranger, item_id=view.item_id, revision=Revision(answers=VOTE))
 
 
 @pytest.mark.parametrize("answers", [VOTE | {"comment": "\ud800"}, VOTE | {"\ud800": "x"}])

@@ -6,6 +6,7 @@ from sqlalchemy import Engine, func, select
 
 from studio.db import read_session, write_session
 from studio.models import Answer, AnswerRevision, CampaignPublic, UserPublic
+from studio.services.answer_values import Revision
 from studio.services.answers import revise_answer, submit_answer
 from studio.services.queue import next_item
 
@@ -27,9 +28,8 @@ def stored(engine: Engine, answer_id: int) -> Answer:
 
 def revise(engine: Engine, person: UserPublic, item_id: int, answers: dict, seconds: float | None = 5.0):  # noqa: ANN201
     with write_session(engine) as session:
-        return revise_answer(
-            session, campaign="vote", user=person, item_id=item_id, answers=answers, seconds_spent=seconds
-        )
+        revision = Revision(answers=answers, seconds_spent=seconds)
+        return revise_answer(session, campaign="vote", user=person, item_id=item_id, revision=revision)
 
 
 def test_a_revision_that_changes_nothing_stores_nothing(
