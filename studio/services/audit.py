@@ -32,7 +32,7 @@ def list_audit(
 ) -> Page:
     """One page of the audit entries of the ``visible`` entities (None: all), newest first. ``actor``, ``entity``
     and ``entity_id`` match exactly; ``action`` matches a prefix (``user.`` finds every account change). Paging
-    arrives checked (``studio.usecases.queries``)."""
+    arrives checked (``studio.services.listing``)."""
     query: Any = select(*(getattr(AuditLog, name) for name in AUDIT_COLUMNS)).order_by(col(AuditLog.id).desc())
     query = only_visible(query, visible)
     if actor:

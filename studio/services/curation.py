@@ -45,6 +45,7 @@ from studio.services.curation_decisions import (
     scenario_revision,
 )
 from studio.services.curation_findings import scenario_findings
+from studio.services.listing import ResponseFilters, ScenarioFilters
 from studio.services.publishing import (
     accepted_records,
     content_hash,
@@ -87,7 +88,7 @@ class Page(BaseModel):
 def _page(session: Session, query: Any, page: int, page_size: int) -> Page:
     """Page ``page`` (from 1) of ``page_size`` rows of ``query``, and how many rows it matches in all.
 
-    Paging and filters arrive checked (``studio.usecases.queries``: one rule for both front doors).
+    Paging and filters arrive checked (``studio.services.listing``: one rule for both front doors).
     """
     total = session.execute(select(func.count()).select_from(query.order_by(None).subquery())).scalar_one()
     rows = [dict(row._mapping) for row in session.execute(query.offset((page - 1) * page_size).limit(page_size))]
@@ -96,7 +97,7 @@ def _page(session: Session, query: Any, page: int, page_size: int) -> Page:
 
 _review_state = func.coalesce(col(ScenarioStatus.status), "pending")
 _flag_count = func.coalesce(col(CurationReport.n_flags), 0)
-#: Each scenario filter as a condition on the listing (``browse_scenarios``' keywords).
+#: Each scenario filter as a condition on the listing (fields of ``ScenarioFilters``).
 _SCENARIO_FILTERS: dict[str, Any] = {
     "subtask": lambda value: col(ScenarioRow.subtask) == value,
     "status": lambda value: _review_state == value,
@@ -133,57 +134,35 @@ def _scenario_listing() -> Any:
     )
 
 
-def browse_scenarios(
-    session: Session,
-    *,
-    subtask: str | None = None,
-    status: str | None = None,
-    agreement_below: float | None = None,
-    disagreement: bool | None = None,
-    flagged: bool | None = None,
-    order: str = "id",
-    page: int = 1,
-    page_size: int = 50,
-) -> Page:
+def browse_scenarios(session: Session, *, filters: ScenarioFilters) -> Page:
     """Scenarios with their review state, filtered and paginated (two queries, whatever the page).
 
-    ``status`` is one of ``studio.models.curation.STATUSES`` (``pending`` includes scenarios nobody reviewed yet);
-    ``agreement_below`` keeps scenarios whose crowd agreement (winning share) is below it; ``disagreement`` keeps
-    those with (or without) a crowd tie / low agreement; ``flagged`` those with (or without) refine-run flags;
-    ``order`` ``uncertainty`` puts the LLM pre-screen's most uncertain first (unscreened last), else by id. Rows: id,
-    subtask, user_input, reference, status, decided_by, crowd_decision, crowd_votes, crowd_agreement, disagreement,
-    edited, base_changed, llm_verdict, uncertainty, flags.
+    The filters (:class:`~studio.services.listing.ScenarioFilters`, declared once for the REST query, the use case
+    and the page): ``status`` is one of ``studio.models.curation.STATUSES`` (``pending`` includes scenarios nobody
+    reviewed yet); ``agreement_below`` keeps scenarios whose crowd agreement (winning share) is below it;
+    ``disagreement`` keeps those with (or without) a crowd tie / low agreement; ``flagged`` those with (or without)
+    refine-run flags; ``order`` ``uncertainty`` puts the LLM pre-screen's most uncertain first (unscreened last),
+    else by id. Rows: id, subtask, user_input, reference, status, decided_by, crowd_decision, crowd_votes,
+    crowd_agreement, disagreement, edited, base_changed, llm_verdict, uncertainty, flags.
     """
     query = _scenario_listing()
-    wanted = {"subtask": subtask, "status": status, "agreement_below": agreement_below}
-    wanted.update(disagreement=disagreement, flagged=flagged)
-    for name, value in wanted.items():
-        if value is not None:
-            query = query.where(_SCENARIO_FILTERS[name](value))
-    if order == "uncertainty":
+    for name, condition in _SCENARIO_FILTERS.items():
+        if (value := getattr(filters, name)) is not None:
+            query = query.where(condition(value))
+    if filters.order == "uncertainty":
         uncertainty = col(PrescreenRow.uncertainty)
         query = query.order_by(uncertainty.is_(None), uncertainty.desc(), col(ScenarioRow.id))
     else:
         query = query.order_by(col(ScenarioRow.id))
-    return _page(session, query, page, page_size)
+    return _page(session, query, filters.page, filters.page_size)
 
 
-def browse_responses(
-    session: Session,
-    *,
-    subtask: str | None = None,
-    model: str | None = None,
-    variant: str | None = None,
-    flagged: bool | None = None,
-    adjudicated: bool | None = None,
-    page: int = 1,
-    page_size: int = 50,
-) -> Page:
+def browse_responses(session: Session, *, filters: ResponseFilters) -> Page:
     """Responses with their automatic and judge scores, filtered and paginated.
 
-    ``flagged`` keeps responses flagged (or not) for human adjudication; ``adjudicated`` those with (or without)
-    an experts' J_human. Rows: response_id, scenario_id, model, variant, subtask, needs_adjudication, S, J_judge,
-    J, J_human, J_final.
+    The filters (:class:`~studio.services.listing.ResponseFilters`): ``flagged`` keeps responses flagged (or not)
+    for human adjudication; ``adjudicated`` those with (or without) an experts' J_human. Rows: response_id,
+    scenario_id, model, variant, subtask, needs_adjudication, S, J_judge, J, J_human, J_final.
     """
     query: Select[*tuple[Any, ...]] = (
         select(
@@ -203,21 +182,22 @@ def browse_responses(
         .outerjoin(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
     )
     for column, wanted in (
-        (col(ScenarioRow.subtask), subtask),
-        (col(ResponseRow.model), model),
-        (col(ResponseRow.variant), variant),
+        (col(ScenarioRow.subtask), filters.subtask),
+        (col(ResponseRow.model), filters.model),
+        (col(ResponseRow.variant), filters.variant),
     ):
         if wanted is not None:
             query = query.where(column == wanted)
-    if flagged is not None:
-        query = query.where(col(ResponseRow.needs_adjudication).is_(flagged))
-    if adjudicated is not None:
-        query = query.where(col(ScoreRow.J_human).is_not(None) if adjudicated else col(ScoreRow.J_human).is_(None))
+    if filters.flagged is not None:
+        query = query.where(col(ResponseRow.needs_adjudication).is_(filters.flagged))
+    if filters.adjudicated is not None:
+        adjudicated = col(ScoreRow.J_human).is_not(None) if filters.adjudicated else col(ScoreRow.J_human).is_(None)
+        query = query.where(adjudicated)
     return _page(
         session,
         query.order_by(col(ResponseRow.scenario_id), col(ResponseRow.model), col(ResponseRow.variant)),
-        page,
-        page_size,
+        filters.page,
+        filters.page_size,
     )
 
 

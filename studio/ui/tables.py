@@ -19,8 +19,8 @@ from typing import Any
 import pandas as pd
 
 from studio.services.curation import Page
+from studio.services.listing import Paging
 from studio.services.text import visible_text
-from studio.usecases.queries import Paging
 
 #: Long text is cut in listing tables (the detail view shows it whole).
 CELL_CHARS = 120

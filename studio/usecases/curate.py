@@ -42,13 +42,13 @@ def browse_scenarios(session: Session, *, caller: UserPublic, filters: ScenarioF
     """One page of the scenarios ``filters`` choose (all, first page, when None), with their review state."""
     authorize(caller, CurationPolicy.read())
     # The service still takes the filters as keywords: one per field of ScenarioFilters, page and order included.
-    return _listed(lambda at: curation.browse_scenarios(session, **at.model_dump()), filters or ScenarioFilters())
+    return _listed(lambda at: curation.browse_scenarios(session, filters=at), filters or ScenarioFilters())
 
 
 def browse_responses(session: Session, *, caller: UserPublic, filters: ResponseFilters | None = None) -> Page:
     """One page of the responses ``filters`` choose (all, first page, when None), with their scores."""
     authorize(caller, CurationPolicy.read())
-    return _listed(lambda at: curation.browse_responses(session, **at.model_dump()), filters or ResponseFilters())
+    return _listed(lambda at: curation.browse_responses(session, filters=at), filters or ResponseFilters())
 
 
 def scenario_detail(session: Session, *, caller: UserPublic, scenario_id: str) -> dict[str, Any]:

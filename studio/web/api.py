@@ -29,7 +29,8 @@ ROUTERS = (account.router, annotate.router, results.router, curation.router, adm
 
 
 def _field_path(location: tuple[object, ...]) -> str:
-    return ".".join(str(part) for part in location if part != "body") or "body"
+    # "body" and "query" say where FastAPI found the field; the field's own name is what a caller can act on.
+    return ".".join(str(part) for part in location if part not in ("body", "query")) or "body"
 
 
 async def _service_error(_request: Request, error: Exception) -> JSONResponse:

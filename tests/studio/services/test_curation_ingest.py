@@ -19,6 +19,7 @@ from studio.models import Campaign, CurationReport, Item, PairJudgmentRow, Presc
 from studio.services.campaigns import TargetSelection, create_campaign
 from studio.services.curation_ingest import ingest_curation
 from studio.services.ingest import IngestError
+from studio.services.listing import ScenarioFilters
 from studio.services.rater import cohen_kappa, llm_human_agreement, pair_inputs
 from studio.usecases import annotate, curate
 from studio.workflows import load_schemas
@@ -190,9 +191,11 @@ def test_the_listing_orders_by_uncertainty_and_filters_by_flags(
 ) -> None:
     engine, _ = refined
     with read_session(engine) as session:
-        uncertain = curate.browse_scenarios(session, caller=users["researcher"], order="uncertainty")
-        flagged = curate.browse_scenarios(session, caller=users["curator"], flagged="yes")
-        clean = curate.browse_scenarios(session, caller=users["curator"], flagged="no")
+        uncertain = curate.browse_scenarios(
+            session, caller=users["researcher"], filters=ScenarioFilters(order="uncertainty")
+        )
+        flagged = curate.browse_scenarios(session, caller=users["curator"], filters=ScenarioFilters(flagged=True))
+        clean = curate.browse_scenarios(session, caller=users["curator"], filters=ScenarioFilters(flagged=False))
     assert [(row["id"], row["uncertainty"]) for row in uncertain.rows[:3]] == [
         ("iti-1", 1.0),
         ("dlg-1", 0.58),
