@@ -17,6 +17,7 @@ redirects off the site.
 from __future__ import annotations
 
 import json
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -154,16 +155,20 @@ def call_dependency(
     session_hash = session_hash or uuid.uuid4().hex
     target = dependency["targets"][0][0] if dependency["targets"] else None
     event_data = {"index": [0, 0], "value": "b-dialogue-1", "row_value": ["b-dialogue-1"], "selected": True}
-    joined = client.post(
-        "/ui/gradio_api/queue/join",
-        json={
-            "data": data,
-            "fn_index": dependency["id"],
-            "session_hash": session_hash,
-            "trigger_id": target,
-            "event_data": event_data,
-        },
-    )
+    body = {
+        "data": data,
+        "fn_index": dependency["id"],
+        "session_hash": session_hash,
+        "trigger_id": target,
+        "event_data": event_data,
+    }
+    joined = client.post("/ui/gradio_api/queue/join", json=body)
+    # On a busy machine the events just answered may still count as pending for a moment (studio.web.queue_limit):
+    # the server then says 429 with Retry-After, and this client waits as that header asks before it asks again.
+    deadline = time.monotonic() + 60
+    while joined.status_code == 429 and time.monotonic() < deadline:
+        time.sleep(float(joined.headers.get("Retry-After", "1")))
+        joined = client.post("/ui/gradio_api/queue/join", json=body)
     joined.raise_for_status()
     with client.stream("GET", "/ui/gradio_api/queue/data", params={"session_hash": session_hash}) as stream:
         for line in stream.iter_lines():
