@@ -48,13 +48,50 @@ class Classification(RuleModel):
         )
 
 
-class MajorityRule(RuleModel):
-    """Majority per question; a tie (or agreement below ``min_agreement``) sends the item to ``on_tie``."""
+#: The reliability-weighted models a majority rule may ask for beside it (:mod:`studio.results.consensus`).
+CrowdModel = Literal["dawid_skene", "mace"]
+MODEL_WORDS: dict[str, str] = {
+    "dawid_skene": "Dawid–Skene (each rater's confusion between the labels, estimated from the votes)",
+    "mace": "MACE (each rater's chance of answering by knowing rather than spamming, estimated from the votes)",
+}
 
-    rule: Literal["majority"]
+
+class MajorityRule(RuleModel):
+    """Majority per question; a tie (or agreement below ``min_agreement``) sends the item to ``on_tie``.
+
+    ``also``: reliability-weighted models computed beside the majority on the decision question (never replacing
+    it): their decisions and posteriors are shown, and an item where one differs from the majority is flagged
+    ``models_disagree`` and goes to expert review first."""
+
+    #: ``majority`` (the paper's rule); ``dawid_skene`` or ``mace``: that model's decision is published instead, on
+    #: the decision question, with the majority shown beside it (an explicit choice, stated wherever it is shown).
+    rule: Literal["majority", "dawid_skene", "mace"]
     on_tie: Literal["expert_review", "none"] = "none"
     min_agreement: float | None = Field(default=None, ge=0, le=1)
     classification: Classification | None = None
+    also: list[CrowdModel] = Field(default_factory=list)
+
+    @property
+    def models(self) -> list[CrowdModel]:
+        """The models computed beside the majority: the deciding one (``rule``) first, then ``also``."""
+        deciding: list[CrowdModel] = [self.rule] if self.rule != "majority" else []
+        return deciding + [model for model in self.also if model not in deciding]
+
+    def models_statement(self) -> str:
+        """The models in words ("" without them)."""
+        if self.rule != "majority":
+            return (
+                f" The decision question is decided by {MODEL_WORDS[self.rule]} instead of the plain majority (an "
+                "explicit choice of this workflow); the majority is shown beside it, and an item where they differ is "
+                "flagged 'models disagree' and comes first in expert review."
+            )
+        if not self.also:
+            return ""
+        named = "; ".join(MODEL_WORDS[model] for model in self.also)
+        return (
+            f" Beside the majority (which stays the decision): {named}. Where a model's decision differs from the "
+            "majority's, the item is flagged 'models disagree' and comes first in expert review."
+        )
 
     def statement(self) -> str:
         then = "goes to expert review" if self.on_tie == "expert_review" else "is left for a curator (needs revision)"
@@ -70,7 +107,31 @@ class MajorityRule(RuleModel):
             f"scenario's status ({verdicts}). Agreement is the winning share of two or more votes; an item decided on "
             "one vote (only where its campaign was closed with 'decide below quota') has none."
         )
-        return text + (" " + self.classification.statement() if self.classification else "")
+        text += " " + self.classification.statement() if self.classification else ""
+        return text + self.models_statement()
+
+
+class StoppingRule(RuleModel):
+    """When the queue stops handing an item out before its quota (:mod:`studio.results.stopping`): a workflow's
+    ``stopping:``. Only with a majority rule; it reads the decision question and the classification question."""
+
+    rule: Literal["curtail", "predictive"]
+    confidence: float = Field(default=0.99, gt=0.5, lt=1)
+    min_votes: int = Field(default=5, ge=1)
+
+    def statement(self) -> str:
+        if self.rule == "curtail":
+            return (
+                "Stopping (curtail): an item stops being handed out once the votes still to come (its quota minus "
+                "the votes stored, open leases counted as votes to come) cannot change its decision or its subtask "
+                "label, ties included; so a stopped item's decision is the one its full quota would have given."
+            )
+        return (
+            f"Stopping (predictive): from {self.min_votes} votes on, an item stops being handed out once the chance "
+            f"that its full quota would decide the same (decision and subtask label) reaches {self.confidence:.1%}, "
+            "by a Dirichlet–multinomial forecast of the votes still to come (uniform prior). A stopped item is "
+            "decided on the votes it has; open leases may still submit, and their votes count."
+        )
 
 
 class CriteriaRule(RuleModel):

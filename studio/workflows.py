@@ -26,6 +26,7 @@ from studio.rules import (
     MeanRule,
     MedianRule,
     PairwiseRule,
+    StoppingRule,
     aggregated_questions,
 )
 
@@ -36,6 +37,7 @@ __all__ = [  # the rules live in studio.rules; re-exported here for the code tha
     "MeanRule",
     "MedianRule",
     "PairwiseRule",
+    "StoppingRule",
 ]
 
 TargetKind = Literal["scenario", "response", "response_pair"]
@@ -271,6 +273,8 @@ class WorkflowSchema(SchemaModel):
     allow_revision: bool = True
     questions: list[Question] = Field(min_length=1)
     aggregation: Aggregation
+    #: Stop handing an item out once its decision is settled (``studio.rules.StoppingRule``); None: every quota.
+    stopping: StoppingRule | None = None
 
     @field_validator("name", "type")
     @classmethod
@@ -298,7 +302,30 @@ class WorkflowSchema(SchemaModel):
             raise ValueError(f"aggregation.classification: {classification.question} must be a single_choice question")
         if (self.target == "response_pair") != any(isinstance(q, Pairwise) for q in self.questions):
             raise ValueError("pairwise questions go with target response_pair, and only with it")
+        self._check_crowd_models()
         return self
+
+    def _check_crowd_models(self) -> None:
+        """Stopping and reliability models need a majority rule with a nominal (single-choice) decision question."""
+        rule = self.aggregation
+        wants_models = isinstance(rule, MajorityRule) and bool(rule.models)
+        if (self.stopping or wants_models) and self.decision_question is None:
+            what = "stopping" if self.stopping else f"aggregation.rule/also ({', '.join(rule.models)})"  # type: ignore[union-attr]
+            raise ValueError(
+                f"{what}: needs rule majority (or dawid_skene / mace) and a single_choice decision question; "
+                "these work on nominal questions only"
+            )
+
+    @property
+    def decision_question(self) -> SingleChoice | None:
+        """The question a majority rule decides an item by: the first single-choice question that is not the
+        classification question (None for other rules)."""
+        rule = self.aggregation
+        if not isinstance(rule, MajorityRule):
+            return None
+        label = rule.classification.question if rule.classification else None
+        choices = [q for q in self.questions if isinstance(q, SingleChoice) and q.id != label]
+        return choices[0] if choices else None
 
     @cached_property
     def questions_by_id(self) -> dict[str, Question]:

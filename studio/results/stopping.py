@@ -1,0 +1,241 @@
+"""Decision-preserving stopping (ARCHITECTURE.md "Crowd decisions"): when an item's remaining votes stop mattering.
+
+Pure functions on vote counts; the queue (:mod:`studio.services.stopping`) applies them after each stored vote and
+``h2h stopping-replay`` replays a votes file through them. Two rules (a workflow's ``stopping:``,
+:class:`studio.rules.StoppingRule`):
+
+- ``curtail`` — exact: stop once no way the votes still to come (quota minus stored votes; open leases count as
+  votes to come) could fall changes the decision the rule makes on the votes at the stop, ties included. So the
+  decision at the stop equals the decision the full quota would have given, whatever the later votes would have
+  been.
+- ``predictive`` — stop once at least ``min_votes`` are stored and the posterior predictive probability that the
+  full-quota decision equals the current one reaches ``confidence``. The remaining votes are modelled as a
+  Dirichlet–multinomial draw (a uniform Dirichlet(1, …, 1) prior over the question's labels, updated by the votes so
+  far), enumerated exactly where that is small and sampled (seeded) where it is not.
+
+An item is decided by one or two questions (:class:`DecidedQuestion`): the decision question (plurality; a tie, or a
+winning share below ``min_share``, goes to experts) and a classification question (a label only with more than half
+of the votes). A stop needs every such question settled; for ``predictive`` the probability that *all* of them stay
+is bounded from below by ``1 − Σ(1 − p_question)`` (Bonferroni), so the stated confidence is never overstated.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from typing import Literal
+
+import numpy as np
+from scipy.special import gammaln
+
+from studio.workflows import MajorityRule, SingleChoice, WorkflowSchema
+
+#: Above this many ways to place the remaining votes, :func:`predictive_probability` samples instead of enumerating.
+EXACT_LIMIT = 50_000
+#: Draws when sampling; seeded, so a replay and the live queue give the same probability for the same counts.
+DRAWS = 20_000
+TIE = "tie"
+
+Kind = Literal["plurality", "strict_majority"]
+
+
+@dataclass(frozen=True)
+class DecidedQuestion:
+    """One question whose answers decide an item: its id, its labels (the options) and how its votes decide."""
+
+    question: str
+    labels: tuple[str, ...]
+    #: ``plurality``: the most votes decide, a tie (or a share below ``min_share``) goes to experts;
+    #: ``strict_majority``: a label with more than half of the votes, else none.
+    kind: Kind = "plurality"
+    min_share: float | None = None
+
+
+@dataclass(frozen=True)
+class StopCheck:
+    """Whether to stop, and the probability that the decision stays (1.0 for ``curtail``'s certainty)."""
+
+    stop: bool
+    probability: float
+
+
+def outcome(counts: Sequence[int], labels: Sequence[str], question: DecidedQuestion) -> tuple[str, bool]:
+    """The decision ``question`` makes on these vote counts (one per label): (label, or ``tie`` / ``none``; whether
+    the winning share is below ``min_share``). What stays equal between a stop and the full quota."""
+    total = sum(counts)
+    if total == 0:
+        return (TIE, False)
+    top = max(counts)
+    leaders = [label for label, count in zip(labels, counts, strict=True) if count == top]
+    if question.kind == "strict_majority":
+        return (leaders[0] if 2 * top > total else "none", False)
+    low = question.min_share is not None and top / total < question.min_share
+    return (leaders[0] if len(leaders) == 1 else TIE, low)
+
+
+def _ordered(counts: Mapping[str, int], question: DecidedQuestion) -> tuple[list[str], list[int]]:
+    """Counts over the question's labels (a stored value outside them counts as a label of its own)."""
+    labels = list(question.labels) + sorted(set(counts) - set(question.labels))
+    return labels, [int(counts.get(label, 0)) for label in labels]
+
+
+def curtail_settled(counts: Mapping[str, int], *, quota: int, question: DecidedQuestion) -> bool:
+    """True when no placement of the ``quota − votes`` votes still to come can change ``question``'s decision.
+
+    Plurality: the leader's lead over the runner-up exceeds the votes to come (so it wins every completion) and,
+    with ``min_share``, the leader already holds that share of the *full* quota (so its share is at least that at
+    the stop and at the quota). Strict majority: a label already holds more than half of the full quota, or none can
+    reach half of it and none holds more than half of the votes so far.
+    """
+    labels, values = _ordered(counts, question)
+    stored = sum(values)
+    remaining = max(quota - stored, 0)
+    if remaining == 0:
+        return True
+    ranked = sorted(values, reverse=True) + [0, 0]
+    top, second = ranked[0], ranked[1]
+    if question.kind == "strict_majority":
+        return 2 * top > quota or (2 * (top + remaining) <= quota and 2 * top <= stored)
+    if top - second <= remaining:
+        return False
+    return question.min_share is None or top >= question.min_share * quota
+
+
+def _compositions(remaining: int, labels: int) -> np.ndarray:
+    """Every way to place ``remaining`` votes on ``labels`` labels (stars and bars), one row each."""
+    rows = []
+    for bars in combinations(range(remaining + labels - 1), labels - 1):
+        edges = (-1, *bars, remaining + labels - 1)
+        rows.append([edges[i + 1] - edges[i] - 1 for i in range(labels)])
+    return np.array(rows, dtype=np.int64)
+
+
+def _log_dirichlet_multinomial(draws: np.ndarray, alpha: np.ndarray) -> np.ndarray:
+    total = draws.sum(axis=1)
+    logs: np.ndarray = (
+        gammaln(total + 1)
+        - gammaln(draws + 1).sum(axis=1)
+        + gammaln(alpha.sum())
+        - gammaln(alpha.sum() + total)
+        + (gammaln(draws + alpha) - gammaln(alpha)).sum(axis=1)
+    )
+    return logs
+
+
+def predictive_probability(
+    counts: Mapping[str, int], *, quota: int, question: DecidedQuestion, prior: float = 1.0, seed: int = 0
+) -> float:
+    """P(decision at the full quota == decision now) under the Dirichlet–multinomial posterior predictive."""
+    labels, values = _ordered(counts, question)
+    remaining = max(quota - sum(values), 0)
+    if remaining == 0:
+        return 1.0
+    now = outcome(values, labels, question)
+    alpha = np.array(values, dtype=float) + prior
+    if math.comb(remaining + len(labels) - 1, len(labels) - 1) <= EXACT_LIMIT:
+        draws = _compositions(remaining, len(labels))
+        weights = np.exp(_log_dirichlet_multinomial(draws, alpha))
+    else:
+        rng = np.random.default_rng(seed)
+        draws = rng.multinomial(remaining, rng.dirichlet(alpha, size=DRAWS))
+        weights = np.full(len(draws), 1.0 / len(draws))
+    finals = np.asarray(values) + draws
+    same = np.array([outcome(list(row), labels, question) == now for row in finals])
+    return float(min(1.0, weights[same].sum()))
+
+
+def check_stop(
+    counts: Mapping[str, Mapping[str, int]],
+    *,
+    quota: int,
+    questions: Sequence[DecidedQuestion],
+    rule: Literal["curtail", "predictive"],
+    confidence: float = 0.99,
+    min_votes: int = 5,
+) -> StopCheck:
+    """Whether an item may stop, given its vote counts per question (``counts[question][label]``).
+
+    ``votes`` is the number of stored votes (the largest count over the questions: an optional question may be left
+    empty). Never stops an item with no votes; ``predictive`` never before ``min_votes``.
+    """
+    votes = max((sum(per_label.values()) for per_label in counts.values()), default=0)
+    if votes == 0:
+        return StopCheck(stop=False, probability=0.0)
+    if rule == "curtail":
+        settled = all(curtail_settled(counts.get(q.question, {}), quota=quota, question=q) for q in questions)
+        return StopCheck(stop=settled, probability=1.0 if settled else 0.0)
+    if votes < min_votes:
+        return StopCheck(stop=False, probability=0.0)
+    misses = sum(1.0 - predictive_probability(counts.get(q.question, {}), quota=quota, question=q) for q in questions)
+    probability = max(0.0, 1.0 - misses)
+    return StopCheck(stop=probability >= confidence, probability=probability)
+
+
+@dataclass(frozen=True)
+class Replay:
+    """What a stopping rule would have done to a votes file (``h2h stopping-replay``)."""
+
+    items: int
+    votes_total: int
+    votes_used: int
+    identical: int
+    changed: list[dict[str, object]]
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "items": self.items,
+            "votes_total": self.votes_total,
+            "votes_used": self.votes_used,
+            "saved_fraction": 1 - self.votes_used / self.votes_total if self.votes_total else 0.0,
+            "identical_fraction": self.identical / self.items if self.items else 1.0,
+            "changed_items": self.changed,
+        }
+
+
+def replay_item(
+    values: Sequence[str],
+    *,
+    quota: int,
+    question: DecidedQuestion,
+    rule: Literal["curtail", "predictive"],
+    confidence: float = 0.99,
+    min_votes: int = 5,
+) -> tuple[int, tuple[str, bool], tuple[str, bool]]:
+    """One item's votes in the order they came: (votes used, decision at the stop, decision on all its votes)."""
+    labels, _ = _ordered(dict.fromkeys(values, 0), question)
+    counts: dict[str, int] = {}
+    used = len(values)
+    for position, value in enumerate(values, start=1):
+        counts[value] = counts.get(value, 0) + 1
+        check = check_stop(
+            {question.question: counts},
+            quota=quota,
+            questions=[question],
+            rule=rule,
+            confidence=confidence,
+            min_votes=min_votes,
+        )
+        if check.stop:
+            used = position
+            break
+
+    def decided(votes: Sequence[str]) -> tuple[str, bool]:
+        return outcome([list(votes).count(label) for label in labels], labels, question)
+
+    return used, decided(values[:used]), decided(values)
+
+
+def decided_questions(schema: WorkflowSchema) -> list[DecidedQuestion]:
+    """The questions whose decisions a stop must preserve: the decision question (plurality, with the rule's
+    ``min_agreement``) and the classification question (strict majority), where the workflow has them."""
+    rule, decision = schema.aggregation, schema.decision_question
+    if not isinstance(rule, MajorityRule) or decision is None:
+        return []
+    found = [DecidedQuestion(decision.id, tuple(decision.option_values()), "plurality", rule.min_agreement or None)]
+    if rule.classification:
+        label = schema.questions_by_id[rule.classification.question]
+        options = tuple(label.option_values()) if isinstance(label, SingleChoice) else ()
+        found.append(DecidedQuestion(label.id, options, "strict_majority"))
+    return found
