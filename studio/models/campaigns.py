@@ -65,7 +65,26 @@ class Item(ItemBase, table=True):
     id: int | None = Field(default=None, primary_key=True)
     #: Stored answers, kept in step with the answer table in the same transaction (the queue orders by it).
     answer_count: int = 0
+    #: When a workflow's ``stopping:`` rule stopped the item (``studio.services.stopping``): the queue hands it out
+    #: no more and it counts as complete; None while it is handed out up to its quota. Its record: :class:`ItemStop`.
+    stopped_at: datetime | None = Field(default=None, sa_type=UTCDateTime, index=True)
     gold_answers: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+
+
+class ItemStop(SQLModel, table=True):
+    """An item stopped early by its workflow's ``stopping:`` rule, once: the votes stored at the stop, the rule, the
+    probability that the decision stays (1.0 for ``curtail``) and when. Votes of leases open at the stop come later
+    and are counted on the item, not here."""
+
+    __tablename__ = "item_stop"
+
+    id: int | None = Field(default=None, primary_key=True)
+    item_id: int = Field(foreign_key="item.id", unique=True)
+    campaign_id: int = Field(foreign_key="campaign.id", index=True)
+    votes_at_stop: int
+    rule: str = Field(max_length=16)
+    probability: float
+    stopped_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)
 
 
 class Lease(SQLModel, table=True):

@@ -29,15 +29,21 @@ def _require(frame: pd.DataFrame, columns: Sequence[str]) -> None:
 
 
 def complete_answers(answers: pd.DataFrame, *, quota: int) -> pd.DataFrame:
-    """The answers of the items that reached ``quota`` answers (the campaign's ``complete_at``).
+    """The answers of the items that reached ``quota`` answers (the campaign's ``complete_at``), and of the items
+    stopped early whatever their count.
 
     The one rule for which items a campaign's results count (aggregation, Table 3, Fig. 7): an item still short of
-    its people is not decided yet. ``answers`` has one row per answer with an ``item`` column.
+    its people is not decided yet — unless the workflow's ``stopping:`` rule stopped it (a true ``stopped`` column,
+    as ``studio.results.store_views.campaign_answers`` gives it: its decision can no longer change, or almost surely
+    will not, and it is decided on the votes it has). ``answers`` has one row per answer with an ``item`` column.
     """
     if quota <= 1 or answers.empty:
         return answers
     counts = answers.groupby("item")["item"].transform("size")
-    return answers[counts >= quota]
+    keep = counts >= quota
+    if "stopped" in answers.columns:
+        keep |= answers["stopped"].eq(True)
+    return answers[keep]
 
 
 def completion_quota(rule: object, *, people_per_item: int, min_people_per_item: int) -> int:

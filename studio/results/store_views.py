@@ -34,6 +34,7 @@ ANSWER_COLUMNS: tuple[str, ...] = (
     "variant",
     "subtask",
     "instruction_kind",
+    "stopped",
 )
 SCORE_COLUMNS: tuple[str, ...] = (
     "score_id",
@@ -63,7 +64,9 @@ def campaign_answers(session: Session, campaign: Campaign) -> pd.DataFrame:
     """Every answer of ``campaign`` with its item's target and the target's model, variant, subtask and kind.
 
     One row per answer (columns :data:`ANSWER_COLUMNS`); ``item`` is the item id, ``annotator`` the username,
-    ``values`` the stored answer dict; model and variant are None for scenario targets. One query.
+    ``values`` the stored answer dict; model and variant are None for scenario targets; ``stopped`` is True where the
+    workflow's ``stopping:`` rule stopped the item early (it is then complete whatever its count:
+    :func:`studio.results.aggregate.complete_answers`). One query.
     """
     query = (
         select(
@@ -83,6 +86,7 @@ def campaign_answers(session: Session, campaign: Campaign) -> pd.DataFrame:
             col(ResponseRow.variant),
             col(ScenarioRow.subtask),
             col(ScenarioRow.instruction_kind),
+            col(Item.stopped_at).is_not(None),
         )
         .join(Item, col(Item.id) == col(Answer.item_id))
         .join(User, col(User.id) == col(Answer.user_id))

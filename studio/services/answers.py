@@ -53,6 +53,7 @@ from studio.services.queue_rows import (
     live_lease_count,
     release_lease,
 )
+from studio.services.stopping import pending_stop, record_stop
 from studio.services.text import is_unicode, require_unicode
 
 __all__ = [
@@ -202,6 +203,11 @@ def submit(
         # with the item and the clock as they are now.
         item, now = item_row(session, item_id), clock or utc_now()
     _check_slot(session, found, item, lease, now)
+    # A stop this vote brings about (the workflow's stopping:; the votes counted under the item's lock) is written
+    # under the queue lock too, taken before the lease row's (the expiry path's order): a next() then handed the item
+    # out before the stop (a lease open at it, which may still submit) or sees it stopped. Once per item at most.
+    if (stop := pending_stop(session, campaign=found, item=item, values=values)) is not None:
+        lock_campaign(session, found.id)
     server_seconds = max(0.0, (now - lease.issued_at).total_seconds())
     cap = limits.max_seconds_spent
     answer = _store(
@@ -218,6 +224,8 @@ def submit(
         created_at=now,
         updated_at=now,
     )
+    if stop is not None:
+        record_stop(session, campaign_id=found.id, item_id=item_id, stop=stop, at=now)
     return SubmitResult(created=True, answer=answer)
 
 

@@ -16,7 +16,14 @@ from studio.errors import Conflict, InvalidInput, NotFound
 from studio.models import Answer, AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScenarioRow
 from studio.models.types import stored_id
 from studio.policies import ROLES
-from studio.services.progress import QuotaReport, campaign_progress, closing_words, complete_at, quota_report
+from studio.services.progress import (
+    QuotaReport,
+    campaign_progress,
+    closing_words,
+    complete_at,
+    complete_words,
+    quota_report,
+)
 from studio.services.queue import get_campaign
 from studio.services.review_order import order_by_uncertainty
 from studio.workflows import AnswerValidationError, WorkflowSchema
@@ -54,6 +61,9 @@ class CampaignSummary(BaseModel):
     complete_at: int
     assignment: str
     progress: dict[str, int]
+    #: The complete items in words (``studio.services.progress.complete_words``): "5 / 6 complete", with
+    #: "(stopped early: N)" where the workflow stops items early.
+    complete: str = ""
 
 
 def _scenario_filters(query: Any, schema: WorkflowSchema, selection: TargetSelection) -> Any:
@@ -265,7 +275,8 @@ def set_campaign_status(
     if status == "closed":
         message = closing_words(report, decide_below_quota=campaign.decide_below_quota)
     else:
-        message = f"{report.at_quota} of {report.items} item(s) have their quota of {report.complete_at} answer(s)."
+        message = f"{report.at_quota} of {report.items} item(s) have their quota of {report.complete_at} answer(s)"
+        message += f" (stopped early: {report.stopped_early})." if report.stopped_early else "."
     public = CampaignPublic.model_validate(campaign).model_dump()
     return CampaignStatusChange(**public, quota=report, message=message)
 
@@ -290,6 +301,7 @@ def campaign_summaries(session: Session, campaigns: Iterable[CampaignPublic] | N
 
 def _summary_fields(session: Session, campaign: Campaign) -> dict[str, Any]:
     """What :class:`CampaignSummary` says of ``campaign`` (its progress counted in ``session``)."""
+    progress = campaign_progress(session, campaign)
     return {
         "name": campaign.name,
         "schema_name": campaign.schema_name,
@@ -298,7 +310,8 @@ def _summary_fields(session: Session, campaign: Campaign) -> dict[str, Any]:
         "people_per_item": campaign.people_per_item,
         "complete_at": complete_at(campaign),
         "assignment": campaign.assignment,
-        "progress": campaign_progress(session, campaign),
+        "progress": progress,
+        "complete": complete_words(progress),
     }
 
 

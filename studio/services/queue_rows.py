@@ -120,6 +120,7 @@ _ITEM_COLUMNS = (
     col(Item.scenario_id),
     col(Item.response_id),
     col(Item.response_b_id),
+    col(Item.stopped_at),
 )
 _LEASE_COLUMNS = (
     col(Lease.id),
@@ -152,14 +153,16 @@ def _item_query() -> Select[*tuple[Any, ...]]:
 
 
 def item_row(session: Session, item_id: int) -> Row[*tuple[Any, ...]] | None:
-    """The item's columns (id, campaign_id, position, answer_count, scenario_id, response_id, response_b_id)."""
+    """The item's columns (id, campaign_id, position, answer_count, scenario_id, response_id, response_b_id,
+    stopped_at)."""
     return core_connection(session).execute(_item_query(), {"item_id": item_id}).first()
 
 
 def _open_to(item: Any, user_id: Any) -> tuple[Any, ...]:
     """The conditions of an ``item`` (the item table or an alias of it) of ``campaign_id`` that ``user_id`` may take
-    now: short of its quota counting live leases, neither answered nor skipped by them. Bound per
-    call: campaign_id, quota, now."""
+    now: short of its quota counting live leases, not stopped by the workflow's ``stopping:`` rule
+    (:mod:`studio.services.stopping`), neither answered nor skipped by them. Bound per call: campaign_id, quota,
+    now."""
     now, quota = _now_param(), bindparam("quota", type_=Integer())
     live = select(func.count()).where(col(Lease.item_id) == item.id, *_live_lease(now)).scalar_subquery()
     answered = exists().where(col(Answer.item_id) == item.id, col(Answer.user_id) == user_id)
@@ -168,6 +171,7 @@ def _open_to(item: Any, user_id: Any) -> tuple[Any, ...]:
         item.campaign_id == bindparam("campaign_id"),
         item.answer_count < quota,
         item.answer_count + live < quota,
+        item.stopped_at.is_(None),
         ~answered,
         ~skipped,
     )
