@@ -29,6 +29,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "studio.commands.serve",
     "studio.commands.export",
     "studio.commands.agreement",
+    "studio.commands.consensus",
     "studio.commands.aggregate",
     "studio.commands.curation",
 )
@@ -44,6 +45,8 @@ COMMAND_NAMES: tuple[str, ...] = (
     "demo",
     "export",
     "agreement",
+    "consensus",
+    "stopping-replay",
     "aggregate",
     "ingest-curation",
     "export-pairs",

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import combinations
 from typing import Literal
 
@@ -103,13 +104,36 @@ def curtail_settled(counts: Mapping[str, int], *, quota: int, question: DecidedQ
     return question.min_share is None or top >= question.min_share * quota
 
 
+@lru_cache(maxsize=256)
 def _compositions(remaining: int, labels: int) -> np.ndarray:
-    """Every way to place ``remaining`` votes on ``labels`` labels (stars and bars), one row each."""
-    rows = []
-    for bars in combinations(range(remaining + labels - 1), labels - 1):
-        edges = (-1, *bars, remaining + labels - 1)
-        rows.append([edges[i + 1] - edges[i] - 1 for i in range(labels)])
-    return np.array(rows, dtype=np.int64)
+    """Every way to place ``remaining`` votes on ``labels`` labels (stars and bars), one row each (cached: a replay
+    asks for the same few shapes again and again; the array is read-only)."""
+    bars = np.array(list(combinations(range(remaining + labels - 1), labels - 1)), dtype=np.int64)
+    bars = bars.reshape(-1, labels - 1)
+    edges = np.hstack([np.full((len(bars), 1), -1), bars, np.full((len(bars), 1), remaining + labels - 1)])
+    rows = np.diff(edges, axis=1) - 1
+    rows.setflags(write=False)
+    return rows
+
+
+def _outcome_codes(finals: np.ndarray, question: DecidedQuestion) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`outcome` on each row of ``finals`` (vote counts, every row with votes), as codes: the winning label's
+    column, ``-1`` for ``tie`` and ``-2`` for ``none``; and the ``min_share`` flag."""
+    total = finals.sum(axis=1)
+    top = finals.max(axis=1)
+    first = finals.argmax(axis=1)  # the first leader, as outcome() names it
+    if question.kind == "strict_majority":
+        return np.where(2 * top > total, first, -2), np.zeros(len(finals), dtype=bool)
+    leaders = (finals == top[:, None]).sum(axis=1)
+    low = np.zeros(len(finals), dtype=bool) if question.min_share is None else top / total < question.min_share
+    return np.where(leaders == 1, first, -1), low
+
+
+def _code(decision: tuple[str, bool], labels: Sequence[str]) -> tuple[int, bool]:
+    """A decision of :func:`outcome` as :func:`_outcome_codes` writes it."""
+    label, low = decision
+    special = {TIE: -1, "none": -2}
+    return (special[label] if label in special else list(labels).index(label)), low
 
 
 def _log_dirichlet_multinomial(draws: np.ndarray, alpha: np.ndarray) -> np.ndarray:
@@ -141,8 +165,9 @@ def predictive_probability(
         rng = np.random.default_rng(seed)
         draws = rng.multinomial(remaining, rng.dirichlet(alpha, size=DRAWS))
         weights = np.full(len(draws), 1.0 / len(draws))
-    finals = np.asarray(values) + draws
-    same = np.array([outcome(list(row), labels, question) == now for row in finals])
+    codes, lows = _outcome_codes(np.asarray(values) + draws, question)
+    now_code, now_low = _code(now, labels)
+    same = (codes == now_code) & (lows == now_low)
     return float(min(1.0, weights[same].sum()))
 
 
@@ -225,6 +250,38 @@ def replay_item(
         return outcome([list(votes).count(label) for label in labels], labels, question)
 
     return used, decided(values[:used]), decided(values)
+
+
+def replay(
+    votes: Mapping[str, Sequence[str]],
+    *,
+    quota: int,
+    question: DecidedQuestion,
+    rule: Literal["curtail", "predictive"],
+    confidence: float = 0.99,
+    min_votes: int = 5,
+) -> Replay:
+    """Every item's votes (``votes[item]``, in the order they came) through :func:`replay_item`: how many votes the
+    rule would have used and the items whose decision at the stop differs from the decision on all their votes."""
+    used = identical = 0
+    changed: list[dict[str, object]] = []
+    for item, values in votes.items():
+        at, at_stop, full = replay_item(
+            values, quota=quota, question=question, rule=rule, confidence=confidence, min_votes=min_votes
+        )
+        used += at
+        if at_stop == full:
+            identical += 1
+        else:
+            changed.append({"item": item, "votes_at_stop": at, "at_stop": _shown(at_stop), "full": _shown(full)})
+    total = sum(len(values) for values in votes.values())
+    return Replay(items=len(votes), votes_total=total, votes_used=used, identical=identical, changed=changed)
+
+
+def _shown(decision: tuple[str, bool]) -> str:
+    """A decision as a replay prints it: the label, marked when its share is below the question's ``min_share``."""
+    label, low = decision
+    return f"{label} (share below min_share)" if low else label
 
 
 def decided_questions(schema: WorkflowSchema) -> list[DecidedQuestion]:
