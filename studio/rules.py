@@ -56,6 +56,10 @@ MODEL_WORDS: dict[str, str] = {
 }
 
 
+#: The models' short names, as a decision line names them.
+MODEL_NAMES: dict[str, str] = {"dawid_skene": "Dawid–Skene", "mace": "MACE"}
+
+
 class MajorityRule(RuleModel):
     """Majority per question; a tie (or agreement below ``min_agreement``) sends the item to ``on_tie``.
 
@@ -102,8 +106,12 @@ class MajorityRule(RuleModel):
             low = f" or a winning share below {self.min_agreement:.0%}"
         else:
             share, low = "the most votes, even under half of them (the paper's rule)", ""
+        decides = f"the answer with {share} decides; a tie{low} {then}"
+        if self.rule != "majority":
+            # the model names a label for every item: the majority's tie and share rules decide nothing here
+            decides = f"the answer {MODEL_NAMES[self.rule]} finds most probable decides, not the plain majority"
         text = (
-            f"Crowd decision: the answer with {share} decides; a tie{low} {then}. The verdict sets the "
+            f"Crowd decision: {decides}. The verdict sets the "
             f"scenario's status ({verdicts}). Agreement is the winning share of two or more votes; an item decided on "
             "one vote (only where its campaign was closed with 'decide below quota') has none."
         )

@@ -31,10 +31,26 @@ class CrowdSide:
     to_experts: bool  # the rule sends disputed items to expert review
     label_question: str | None = None
     label_counts: dict[str, int] = field(default_factory=dict)
+    #: What decided ``decision``: ``majority`` (the paper's rule) or the model the workflow chose instead
+    #: (``dawid_skene`` / ``mace``; the majority is then shown beside it, from ``counts``).
+    rule: str = "majority"
+    #: The reliability-weighted models computed on the decision question: name → {decision, posterior}.
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: A model's decision differs from the majority's (a majority tie differs from any model): expert review first.
+    models_disagree: bool = False
 
     @property
     def votes(self) -> int:
         return sum(self.counts.values())
+
+    @property
+    def majority(self) -> str | None:
+        """The most common value of ``counts`` (None on a tie or without votes), whatever rule decided."""
+        if not self.counts:
+            return None
+        top = max(self.counts.values())
+        leaders = [value for value, count in self.counts.items() if count == top]
+        return leaders[0] if len(leaders) == 1 else None
 
     def status(self) -> str:
         """The status the crowd's vote alone gives."""
@@ -43,12 +59,35 @@ class CrowdSide:
         return VERDICT_STATUS.get(self.decision or "", "pending")
 
     def words(self) -> str:
-        """``crowd: revise 3/3``; a tie or a low share says so (``crowd: keep 2 · revise 2 of 4, a tie``)."""
+        """``crowd: revise 3/3``; a tie or a low share says so (``crowd: keep 2 · revise 2 of 4, a tie``); with
+        models that disagree with the majority, each one's decision and posterior follow
+        (``… · dawid_skene: keep (0.97) · models disagree``), and
+        under a model's rule the model speaks first (``crowd by dawid_skene: keep (0.97), majority revise 11/20``)."""
+        return self._majority_words() + self._model_words()
+
+    def _majority_words(self) -> str:
+        if self.rule != "majority":
+            posterior = self.models.get(self.rule, {}).get("posterior")
+            shown = f" ({posterior:.2f})" if isinstance(posterior, float) else ""
+            majority = self.majority
+            beside = f"{majority} {self.counts.get(majority, 0)}/{self.votes}" if majority else "a tie"
+            return f"crowd by {self.rule}: {self.decision}{shown}, majority {beside}"
         if self.decision is not None and not self.disputed:
             return f"crowd: {self.decision} {self.counts.get(self.decision, 0)}/{self.votes}"
         tally = " · ".join(f"{value} {count}" for value, count in sorted(self.counts.items(), key=lambda kv: -kv[1]))
         why = "a tie" if self.decision is None else "too little agreement"
         return f"crowd: {tally} of {self.votes}, {why}"
+
+    def _model_words(self) -> str:
+        """Where the models disagree with the majority, what each said (an agreement adds nothing to the note)."""
+        if not self.models_disagree:
+            return ""
+        beside = [
+            f"{name}: {model['decision']} ({float(model['posterior']):.2f})"
+            for name, model in self.models.items()
+            if name != self.rule
+        ]
+        return "".join(f" · {part}" for part in beside) + " · models disagree"
 
     def to_store(self) -> dict[str, Any]:
         return asdict(self)

@@ -18,10 +18,12 @@ from sqlmodel import Session, col
 
 from studio.models import Campaign, ScenarioRow
 from studio.results.aggregate import crowd_majority, expert_review_status
+from studio.results.consensus import compare_methods
 from studio.results.decisions import CrowdSide, ExpertSide, agreement, label_action, strict_majority
 from studio.results.store_views import answers_by_question
 from studio.rules import CriteriaRule, MajorityRule
 from studio.services.review import open_review_items
+from studio.services.review_order import disagreeing_first
 from studio.services.scenario_status import write_sides
 from studio.workflows import SingleChoice, WorkflowSchema
 
@@ -100,18 +102,55 @@ def aggregate_majority(run: Run, rule: MajorityRule) -> None:
     if run.campaign.target_kind != "scenario":
         run.summary.table = table_records(per_question[0])
         return
-    disputed = pd.concat([frame.set_index("item")["needs_expert_review"] for frame in per_question], axis=1)
-    disputed_items = disputed.fillna(False).astype(bool).any(axis=1).to_dict()
-    updates = _crowd_updates(run, rule, per_question[0], disputed_items, long, choice_ids[0])
+    # Under a model's rule the model names a label for every item: the majority's tie / low share on the decision
+    # question disputes nothing (it is shown beside, and flagged 'models disagree' where it differs).
+    flags = [frame.set_index("item")["needs_expert_review"] for frame in per_question]
+    flags = flags if rule.rule == "majority" else flags[1:]
+    disputed = pd.concat(flags, axis=1).fillna(False).astype(bool).any(axis=1).to_dict() if flags else {}
+    models = model_table(long, rule=rule, question=choice_ids[0])
+    updates = _crowd_updates(run, rule, per_question[0], disputed, long, choice_ids[0], models)
     run.summary.changed, statuses = write_sides(run.session, updates)
     run.summary.statuses = dict(statuses)
     run.summary.labels = dict(Counter(v["label_action"] for v in updates.values() if v["label_action"]))
-    to_review = sorted(sid for sid, values in updates.items() if values["crowd"]["disputed"])
-    if rule.on_tie == "expert_review" and to_review:
-        run.summary.review_campaign, run.summary.review_items_opened = open_review_items(
-            run.session, run.campaign, to_review
-        )
-        run.summary.changed += run.summary.review_items_opened
+    _open_reviews(run, rule, updates)
+
+
+def model_table(long: pd.DataFrame, *, rule: MajorityRule, question: str) -> pd.DataFrame | None:
+    """The majority beside the rule's models on ``question`` (:func:`studio.results.consensus.compare_methods`),
+    indexed by item; None when the rule asks for no model or nobody voted on it."""
+    votes = long.loc[long["question"] == question, ["item", "annotator", "value"]]
+    if not rule.models or votes.empty:
+        return None
+    return compare_methods(votes, methods=rule.models).set_index("item")
+
+
+def _model_fields(models: pd.DataFrame | None, item: Any) -> dict[str, Any]:
+    """The crowd side's ``models`` ({name: {decision, posterior}}) and ``models_disagree`` for one item.
+
+    Posteriors are rounded to 6 places so that a re-run over the same answers writes nothing."""
+    if models is None or item not in models.index:
+        return {}
+    row = models.loc[item]
+    names = [str(column) for column in models.columns if f"{column}_posterior" in models.columns]
+    decided = {
+        name: {"decision": str(row[name]), "posterior": round(float(row[f"{name}_posterior"]), 6)} for name in names
+    }
+    return {"models": decided, "models_disagree": bool(row["models_disagree"])}
+
+
+def _open_reviews(run: Run, rule: MajorityRule, updates: dict[str, dict[str, Any]]) -> None:
+    """Open expert-review items: disputed scenarios (where the rule sends them) and every scenario whose models
+    disagree (the rule's statement says they go to expert review first: they are put ahead of the others)."""
+    disagreeing = sorted(sid for sid, values in updates.items() if values["crowd"]["models_disagree"])
+    disputed = sorted(sid for sid, values in updates.items() if values["crowd"]["disputed"])
+    to_review = disagreeing + [sid for sid in disputed if sid not in disagreeing and rule.on_tie == "expert_review"]
+    if not to_review:
+        return
+    run.summary.review_campaign, run.summary.review_items_opened = open_review_items(
+        run.session, run.campaign, to_review
+    )
+    moved = disagreeing_first(run.session, campaign=run.summary.review_campaign, scenario_ids=disagreeing)
+    run.summary.changed += run.summary.review_items_opened + moved
 
 
 def _subtasks(session: Session, scenario_ids: list[str]) -> dict[str, str]:
@@ -126,6 +165,7 @@ def _crowd_updates(
     disputed: dict[Any, bool],
     long: pd.DataFrame,
     question: str,
+    models: pd.DataFrame | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each decided scenario's crowd side (and the columns the Curate list filters on)."""
     classification = rule.classification
@@ -137,6 +177,9 @@ def _crowd_updates(
     for row in primary.to_dict("records"):
         item, decision = row["item"], row["decision"] if isinstance(row["decision"], str) else None
         scenario_id = scenario_ids[item]
+        beside = _model_fields(models, item)
+        if rule.rule != "majority" and beside:
+            decision = beside["models"][rule.rule]["decision"]  # the workflow's explicit choice (its statement)
         side = CrowdSide(
             campaign=run.campaign.name,
             question=question,
@@ -146,6 +189,8 @@ def _crowd_updates(
             to_experts=rule.on_tie == "expert_review",
             label_question=classification.question if classification else None,
             label_counts=labels.get(item, {}),
+            rule=rule.rule,
+            **beside,
         )
         label = strict_majority(side.label_counts) if classification else None
         updates[scenario_id] = {
