@@ -98,11 +98,11 @@ def test_several_questions_and_none_named_lists_them(votes: Path, tmp_path: Path
 
 
 def test_a_rater_voting_twice_names_both_lines(tmp_path: Path) -> None:
-    """Lines of the file given, though the comment rows in between are filtered out before the check."""
+    """Lines of the file given, though the comment row before them is filtered out before the check."""
     votes = write(
         tmp_path / "votes.csv",
-        "1,ann,verdict,keep,2025-01-01T10:00:00",
         "1,ann,comment,hello,2025-01-01T10:00:00",
+        "1,ann,verdict,keep,2025-01-01T10:00:00",
         "1,bob,verdict,keep,2025-01-01T10:00:00",
         "1,ann,verdict,discard,2025-01-01T10:01:00",
     )
@@ -111,7 +111,7 @@ def test_a_rater_voting_twice_names_both_lines(tmp_path: Path) -> None:
         consensus_command, "--votes", str(votes), "--question", "verdict", "--method", "mace", "-o", str(output)
     )
     assert code == 1
-    assert err.strip() == f"{votes}:5: annotator: 'ann' already rated item '1' on line 2"
+    assert err.strip() == f"{votes}:5: annotator: 'ann' already rated item '1' on line 3"
     assert not output.exists()
 
 
