@@ -65,10 +65,12 @@ def votes(campaign: str, question: str | None, output: Path, db_url: str | None)
 
 
 def add_result_exports(group: click.Group) -> click.Group:
-    """Add the researchers' exports (leaderboard, sap, instruction, agreement, adjudicated, dataset)."""
+    """Add the researchers' exports (leaderboard, sap, instruction, agreement, adjudicated, dataset) and the
+    curators' stops."""
     from studio.commands.export_results import RESULT_EXPORTS
+    from studio.commands.export_stops import stops_export
 
-    for command in RESULT_EXPORTS:
+    for command in (*RESULT_EXPORTS, stops_export):
         group.add_command(command)
     return group
 

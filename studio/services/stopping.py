@@ -19,6 +19,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy import Select, bindparam, insert, select, update
 from sqlalchemy.sql.dml import Update
 from sqlmodel import Session, col
@@ -28,6 +29,7 @@ from studio.models import Answer, Campaign, Item, ScenarioRow
 from studio.models.campaigns import ItemStop
 from studio.results.stopping import DecidedQuestion, StopCheck, check_stop, decided_questions
 from studio.services.progress import quota_of
+from studio.services.queue import campaign_schema, get_campaign
 from studio.services.queue_rows import CampaignState
 
 logger = logging.getLogger(__name__)
@@ -134,3 +136,20 @@ def campaign_stops(session: Session, campaign: Campaign) -> list[dict[str, Any]]
         .order_by(col(ItemStop.stopped_at), col(ItemStop.item_id))
     )
     return [dict(zip(STOP_COLUMNS, row, strict=True)) for row in session.execute(query).all()]
+
+
+class StopsReport(BaseModel):
+    """A campaign's stops as curators read them: each stop (:data:`STOP_COLUMNS`) and the workflow's stopping rule
+    in words (its ``statement()``; what the campaign says when its workflow stops nothing early)."""
+
+    campaign: str
+    statement: str
+    stops: list[dict[str, Any]]
+
+
+def stops_report(session: Session, *, campaign: str) -> StopsReport:
+    """The stops of the campaign called ``campaign`` with its rule in words; ``NotFound`` for an unknown name."""
+    found = get_campaign(session, campaign)
+    rule = campaign_schema(found).stopping
+    statement = rule.statement() if rule is not None else "This campaign's workflow stops no item early."
+    return StopsReport(campaign=found.name, statement=statement, stops=campaign_stops(session, found))

@@ -21,6 +21,7 @@ from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.curate_aggregate import AggregationPanel
 from studio.ui.curate_detail import DetailPanel
 from studio.ui.curate_publish import PublishPanel
+from studio.ui.curate_stops import StopsPanel
 from studio.ui.downloads import DOWNLOAD_FORMATS, download_button, new_download_dir, ready, version_file
 from studio.ui.tables import table
 from studio.usecases import curate
@@ -37,6 +38,7 @@ class CurateTab:
         self.decision = self.detail.decision
         self.aggregation_panel = AggregationPanel(open_context)
         self.publishing = PublishPanel(open_context)
+        self.stops_panel = StopsPanel(open_context)
 
     def build(self) -> None:
         """Create the tab's components inside the current ``gr.Blocks`` and wire their events."""
@@ -57,6 +59,8 @@ class CurateTab:
                 self._build_versions()
             with gr.Tab("Aggregation", elem_id="h2h-curate-aggregation"):
                 self.aggregation_panel.build()
+            with gr.Tab("Stops", elem_id="h2h-curate-stops"):
+                self.stops_panel.build()
             with gr.Tab("Audit log", elem_id="h2h-curate-audit"):
                 self.audit_refresh = gr.Button("Show the latest entries", elem_id="h2h-audit-refresh")
                 self.audit = table("Audit log (newest first)", "h2h-audit", tables.AUDIT_COLUMNS)
@@ -303,6 +307,7 @@ class CurateTab:
         return [
             *self._versions_values(session, caller),
             gr.Dropdown(choices=[("all campaigns", ""), *tables.labelled(names)], value=""),
+            gr.Dropdown(choices=tables.labelled(names), value=names[0] if names else None),
             tables.listed(first),
             first.summary,
             first.page,
@@ -311,6 +316,6 @@ class CurateTab:
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""
         return [
-            *[self.versions, self.download_version, self.aggregation_panel.campaign],
+            *[self.versions, self.download_version, self.aggregation_panel.campaign, self.stops_panel.campaign],
             *[self.scenarios, self.summary, self.page],
         ]

@@ -26,6 +26,7 @@ from studio.services.curation import Page
 from studio.services.listing import Paging, ResponseFilters, ScenarioFilters
 from studio.services.publishing import PublishPreview
 from studio.services.rater import RaterAgreement
+from studio.services.stopping import StopsReport, stops_report
 
 Listing = TypeVar("Listing", bound=Paging)
 
@@ -233,3 +234,12 @@ def rater_agreement(session: Session, *, caller: UserPublic, campaign: str | Non
     when there is no pairwise campaign; ``InvalidInput`` for a campaign that is not pairwise."""
     authorize(caller, CurationPolicy.read())
     return rater.llm_human_agreements(session, campaign=campaign or None)
+
+
+def item_stops(session: Session, *, caller: UserPublic, campaign: str | None) -> StopsReport:
+    """The items ``campaign``'s stopping rule stopped early (item, scenario, votes at the stop, rule, probability,
+    time) and the rule in words; ``InvalidInput`` when no campaign is chosen."""
+    authorize(caller, CurationPolicy.read())
+    if not isinstance(campaign, str) or not campaign.strip():
+        raise InvalidInput("campaign: choose a campaign")
+    return stops_report(session, campaign=campaign.strip())
