@@ -53,6 +53,13 @@ def bench_stopping(items: int, seed: int) -> None:
             f"{rule:<11} identical {identical:6.2f}% (goal {goals[0]:g})  saved {saved:5.1f}% (goal ≥ {goals[1]:g})  "
             f"changed {len(report['changed_items'])}  [{took:.1f} s over {items} items]"  # type: ignore[arg-type]
         )
+        for shape_index, shape in enumerate(SHAPES):
+            part = {item: order for index, (item, order) in enumerate(votes.items()) if index % 3 == shape_index}
+            shaped = replay(part, quota=20, question=question, rule=rule, confidence=0.99, min_votes=5).to_dict()  # type: ignore[arg-type]
+            print(
+                f"    {shape:<10} identical {100 * float(shaped['identical_fraction']):6.2f}%  "  # type: ignore[arg-type]
+                f"saved {100 * float(shaped['saved_fraction']):5.1f}%"  # type: ignore[arg-type]
+            )
 
 
 def careless_crowd(items: int, *, seed: int) -> tuple[pd.DataFrame, pd.Series]:
