@@ -137,7 +137,10 @@ def decide(crowd: CrowdSide | None, experts: ExpertSide | None) -> Decision | No
         if crowd is None:
             return None
         status = crowd.status()
-        return Decision(status, f"crowd:{crowd.campaign}", crowd.disputed, f"{crowd.words()} → {_said(status)}")
+        # someone has to look where the crowd did not decide, and where a model contradicts its decision (the
+        # Curate page's "Disagreement" filter lists both until the experts have spoken)
+        look = crowd.disputed or crowd.models_disagree
+        return Decision(status, f"crowd:{crowd.campaign}", look, f"{crowd.words()} → {_said(status)}")
     by_experts = f"expert:{experts.campaign}"
     if crowd is None:
         return Decision(experts.status, by_experts, False, experts.words())

@@ -10,7 +10,8 @@ from typing import Any
 
 import pandas as pd
 
-from studio.rules import QUOTA_RULE
+from studio.results.decisions import crowd_side
+from studio.rules import MODEL_NAMES, QUOTA_RULE, MajorityRule
 from studio.services.aggregation import AggregationSummary
 from studio.services.publishing import PublishPreview
 from studio.services.text import visible_text
@@ -58,7 +59,35 @@ def status_html(detail: Mapping[str, Any]) -> str:
     label = _label_line(status, str((detail.get("ingested") or {}).get("subtask", "")))
     if label:
         lines.append(label)
+    models = models_html(status.get("crowd"))
+    if models:
+        lines.append(models)
     return '<div class="h2h-curate-status">' + "<br>".join(lines) + "</div>"
+
+
+def models_html(stored: Mapping[str, Any] | None) -> str:
+    """The crowd's majority beside each reliability-weighted model (decision and posterior), a visible
+    "models disagree" mark, and the rule in words (:meth:`studio.rules.MajorityRule.models_statement`); "" where the
+    workflow asks for no model. Every value is escaped: votes are untrusted text."""
+    side = crowd_side(stored)
+    if side is None or not side.models:
+        return ""
+    majority = side.majority
+    said = f"{majority} {side.counts.get(majority, 0)}/{side.votes}" if majority else f"a tie of {side.votes} votes"
+    cells = [f"<b>majority:</b> {escape_text(said)}"]
+    for name, model in side.models.items():
+        decides = " (decides)" if name == side.rule else ""
+        posterior = float(model.get("posterior", 0.0))
+        cells.append(
+            f"<b>{escape_text(MODEL_NAMES.get(name, name))}{decides}:</b> {escape_text(str(model.get('decision')))}"
+            f" (posterior {posterior:.2f})"
+        )
+    if side.models_disagree:
+        cells.append('<b class="h2h-models-disagree">⚠ models disagree</b>')
+    also = [name for name in side.models if name != side.rule]
+    rule = MajorityRule(rule=side.rule, also=also)
+    statement = f'<br><span class="h2h-rule">{escape_text(rule.models_statement().strip())}</span>'
+    return '<div class="h2h-crowd-models">' + " · ".join(cells) + statement + "</div>"
 
 
 def preview_frame(preview: PublishPreview) -> pd.DataFrame:

@@ -25,7 +25,9 @@ from studio.results.decisions import CrowdSide, crowd_side
 from studio.rules import VERDICT_STATUS, MajorityRule
 from studio.services.aggregation import aggregate_campaign
 from studio.services.campaigns import create_campaign
+from studio.services.curation import browse_scenarios
 from studio.services.ingest import ingest_run
+from studio.services.listing import ScenarioFilters
 from studio.services.queue import next_item
 from studio.workflows import WorkflowSchema, default_schemas_dir, load_schemas
 from tests.studio.helpers import add_people, answer_all, write_run
@@ -172,3 +174,18 @@ def test_a_rule_naming_a_model_does_not_claim_the_plain_majority_decides() -> No
         assert first == f"Crowd decision: the answer {words} finds most probable decides, not the plain majority"
     plain = MajorityRule(rule="majority", on_tie="expert_review", also=["dawid_skene"]).statement()
     assert "the most votes" in plain and "Beside the majority (which stays the decision)" in plain
+
+
+def test_a_models_disagreement_is_listed_under_the_curate_pages_disagreement_filter(
+    engine: Engine, tmp_path: Path, password_hash: str
+) -> None:
+    vote(engine, tmp_path, password_hash, load_schemas()["crowd_vote"])
+    with write_session(engine) as session:
+        aggregate_campaign(session, campaign="vote", actor="curator")
+    sides = crowd_sides(engine)
+    disagreeing = sorted(sid for sid, (side, _row) in sides.items() if side.models_disagree)
+    # not only the majority's ties (listed under the filter before): scenarios the majority did decide, too
+    assert any(sides[sid][0].majority is not None for sid in disagreeing)
+    with read_session(engine) as session:
+        listed = browse_scenarios(session, filters=ScenarioFilters(disagreement=True, page_size=100))
+    assert disagreeing and sorted(row["id"] for row in listed.rows) == disagreeing
