@@ -17,6 +17,7 @@ from studio.models import Answer, Campaign, Item, Lease, UserPublic
 from studio.models.campaigns import ItemStop
 from studio.results.aggregate import complete_answers
 from studio.results.store_views import campaign_answers
+from studio.services.aggregation import aggregate_campaign
 from studio.services.answers import submit_answer
 from studio.services.auth import hash_password
 from studio.services.campaigns import TargetSelection, campaign_summaries, create_campaign
@@ -119,6 +120,9 @@ def test_a_stopped_item_is_not_handed_out_again_and_a_lease_open_at_the_stop_sti
         answers = campaign_answers(session, campaign)
         decided = complete_answers(answers, quota=complete_at(campaign))
     assert set(decided["item"]) == {fourth.item_id} and len(decided) == 4
+    with write_session(corpus) as session:  # aggregation decides the stopped item on the votes it has
+        summary = aggregate_campaign(session, campaign="stop")
+    assert (summary.complete_items, summary.statuses) == (1, {"accepted": 1})
 
 
 def test_a_campaign_without_stopping_behaves_as_before(corpus: Engine) -> None:
