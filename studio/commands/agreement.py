@@ -65,7 +65,8 @@ MAX_REPORTED_ERRORS = 20
     type=click.Path(dir_okay=False, path_type=Path),
     default=None,
     cls=FormatsHelpOption,
-    help_template="Also write each annotator's agreement with the majority here: {formats}.",
+    help_template="Also write each annotator's agreement with the majority here (with --level nominal, also the "
+    "estimated reliability: dawid_skene_reliability, mace_competence): {formats}.",
 )
 def agreement_command(
     votes_path: Path,
@@ -80,6 +81,7 @@ def agreement_command(
     item set they are computed over."""
     from studio.results.agreement import agreement_report, annotator_agreement, choose_items, code_ratings
     from studio.results.export_formats import write_table
+    from studio.services.research_quality import with_reliability
 
     if resamples < 0:
         raise click.BadParameter("must be 0 or more", param_hint="--resamples")
@@ -90,8 +92,10 @@ def agreement_command(
         if note:
             click.echo(f"note: {note}", err=True)
     if annotators_path is not None:
-        ratings = code_ratings(chosen.select(frame), level=level)  # type: ignore[arg-type]
-        write_table(annotator_agreement(ratings), annotators_path)
+        selected = chosen.select(frame)
+        table = annotator_agreement(code_ratings(selected, level=level))  # type: ignore[arg-type]
+        # a nominal question's raters also get their estimated reliability (Dawid–Skene, MACE) beside agreement
+        write_table(with_reliability(table, selected) if level == "nominal" else table, annotators_path)
     summary = report.to_dict()
     click.echo(json.dumps({key: summary[key] for key in SUMMARY_KEYS}, ensure_ascii=False))
 

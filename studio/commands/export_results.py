@@ -176,7 +176,13 @@ def instruction_export(
     "campaign's complete_at) or all answered items. The output's item_set column says which, and how many were left "
     "out.",
 )
-@click.option("--annotators", type=Output, default=None, help="Also write per-annotator agreement here.")
+@click.option(
+    "--annotators",
+    type=Output,
+    default=None,
+    help="Also write per-annotator agreement here (on nominal questions with each rater's estimated reliability: "
+    "dawid_skene_reliability, mace_competence).",
+)
 @click.option("--gold", type=Output, default=None, help="Also write gold-item accuracy here.")
 @click.option(
     "--resamples",

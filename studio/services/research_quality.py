@@ -31,6 +31,7 @@ from studio.results.agreement import (
 )
 from studio.results.calibration import Calibration, judge_human_calibration
 from studio.results.coincidence import LEVELS, Level
+from studio.results.consensus import rater_reliability
 from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.results.store_views import (
     answers_by_question,
@@ -111,7 +112,8 @@ def calibration(
 class CampaignAgreement:
     """Agreement of one campaign, every part over the one ``item_set``: per question (α with its bootstrap interval,
     Fleiss' κ, percent agreement, counts and the set in words), per annotator (agreement with the others' majority,
-    outliers flagged) and on gold items."""
+    outliers flagged, and on a nominal question Dawid–Skene's reliability and MACE's competence,
+    :func:`with_reliability`) and on gold items."""
 
     by_question: pd.DataFrame
     annotators: pd.DataFrame
@@ -164,11 +166,35 @@ def _per_annotator(
     for question, level in levels.items():
         subset = long[long["question"] == question]
         ratings = code_ratings(subset, level=level, value_order=orders.get(question))
-        annotators.append(annotator_agreement(ratings).assign(question=question))
+        table = annotator_agreement(ratings)
+        if level == "nominal":
+            table = with_reliability(table, subset)
+        annotators.append(table.assign(question=question))
         known = gold_values(items, question)
         if known:
             gold.append(gold_accuracy(subset, known).assign(question=question))
     return pd.concat(annotators, ignore_index=True), pd.concat(gold, ignore_index=True) if gold else pd.DataFrame()
+
+
+#: The per-rater estimates :func:`with_reliability` adds (``studio.results.consensus.rater_reliability``).
+RELIABILITY_COLUMNS: tuple[str, ...] = ("dawid_skene_reliability", "mace_competence")
+
+
+def with_reliability(annotators: pd.DataFrame, votes: pd.DataFrame) -> pd.DataFrame:
+    """``annotators`` (one row per annotator, an ``annotator`` column) with each one's estimated reliability on one
+    nominal question's ``votes`` (``item``, ``annotator``, ``value``) beside agreement with the majority:
+    Dawid–Skene's (the chance the rater's label is the true one) and MACE's competence (the chance the rater answers
+    by knowing rather than spamming), rounded to 6 places; empty where the rater cast no vote. Estimates from the
+    votes themselves, without known answers: a crowd mostly of spammers misleads them as it misleads the majority."""
+    out = annotators.copy()
+    cast = votes.dropna(subset=["value"])
+    if cast.empty:
+        return out.assign(**dict.fromkeys(RELIABILITY_COLUMNS, np.nan))
+    estimates = rater_reliability(cast, methods=["dawid_skene", "mace"]).set_index("annotator")
+    names = out["annotator"].astype(str)
+    for column in RELIABILITY_COLUMNS:
+        out[column] = names.map(estimates[column].astype(float)).round(6)
+    return out
 
 
 def complete_items(session: Session, campaign: Campaign) -> int:

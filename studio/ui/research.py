@@ -133,7 +133,12 @@ class ResearchTab:
                 "Per question: Krippendorff's α (95% CI), Fleiss' κ, percent agreement", "h2h-agreement", wrap=True
             )
             self._download_row("agreement")
-            self.annotators = table("Per annotator: agreement with the others' majority", "h2h-annotators")
+            self.annotators = table(
+                "Per annotator: agreement with the others' majority and, on nominal questions, the estimated "
+                "reliability (Dawid–Skene: chance the rater's label is the true one; MACE: chance of answering by "
+                "knowing rather than spamming)",
+                "h2h-annotators",
+            )
             self._download_row("annotators")
         with gr.Tab("Judge vs human", elem_id="h2h-research-calibration-tab"):
             self._picker_note("calibration", "h2h-calibration")

@@ -12,12 +12,15 @@ import random
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 import yaml
+from click.testing import CliRunner
 from pydantic import ValidationError
 from sqlalchemy import Engine, select
 
 from pipeline.records import Scenario
+from studio.commands.agreement import agreement_command
 from studio.db import read_session, write_session
 from studio.models import Campaign, Item, ResponseRow, UserPublic
 from studio.models.curation import ScenarioStatus
@@ -29,6 +32,7 @@ from studio.services.curation import browse_scenarios
 from studio.services.ingest import ingest_run
 from studio.services.listing import ScenarioFilters
 from studio.services.queue import next_item
+from studio.services.research_quality import campaign_agreement
 from studio.workflows import WorkflowSchema, default_schemas_dir, load_schemas
 from tests.studio.helpers import add_people, answer_all, write_run
 
@@ -189,3 +193,40 @@ def test_a_models_disagreement_is_listed_under_the_curate_pages_disagreement_fil
     with read_session(engine) as session:
         listed = browse_scenarios(session, filters=ScenarioFilters(disagreement=True, page_size=100))
     assert disagreeing and sorted(row["id"] for row in listed.rows) == disagreeing
+
+
+def test_the_rater_table_puts_each_raters_estimated_reliability_beside_agreement(
+    engine: Engine, tmp_path: Path, password_hash: str
+) -> None:
+    vote(engine, tmp_path, password_hash, load_schemas()["crowd_vote"])
+    with read_session(engine) as session:
+        view = campaign_agreement(session, campaign="vote", resamples=0)
+    verdict = view.annotators[view.annotators["question"] == "verdict"].set_index("annotator")
+    assert {"agreement", "dawid_skene_reliability", "mace_competence"} <= set(verdict.columns)
+    careful = [name for name in RATERS if name.startswith("careful")]
+    spammers = [name for name in RATERS if not name.startswith("careful")]
+    for column in ("dawid_skene_reliability", "mace_competence"):
+        assert verdict.loc[careful, column].min() > verdict.loc[spammers, column].max()
+        assert verdict[column].between(0, 1).all()
+    # the free-text comment question is not nominal: no estimate is made up for it
+    assert "comment" not in set(view.annotators["question"])
+
+
+def test_h2h_agreement_writes_the_estimated_reliability_into_the_annotator_file(tmp_path: Path) -> None:
+    _truth, votes = simulated_crowd()
+    frame = pd.DataFrame([{"item": sid, "annotator": rater, "value": value} for (sid, rater), value in votes.items()])
+    frame.to_csv(tmp_path / "nominal-votes.csv", index=False)
+    # the same votes as ranks: an ordinal question gets no reliability estimate (the models are nominal only)
+    frame.assign(value=frame["value"].map({label: rank for rank, label in enumerate(LABELS)})).to_csv(
+        tmp_path / "ordinal-votes.csv", index=False
+    )
+    nominal, ordinal = tmp_path / "nominal.csv", tmp_path / "ordinal.csv"
+    for level, out in (("nominal", nominal), ("ordinal", ordinal)):
+        path = tmp_path / f"{level}-votes.csv"
+        args = ["--votes", str(path), "--level", level, "--resamples", "0", "--annotators", str(out)]
+        result = CliRunner().invoke(agreement_command, args)
+        assert result.exit_code == 0, result.output
+    table = pd.read_csv(nominal, encoding="utf-8-sig").set_index("annotator")
+    assert table.loc["careful-0", "mace_competence"] > table.loc["same-0", "mace_competence"]
+    assert table.loc["careful-0", "dawid_skene_reliability"] > table.loc["random-0", "dawid_skene_reliability"]
+    assert "mace_competence" not in pd.read_csv(ordinal, encoding="utf-8-sig").columns
