@@ -146,7 +146,7 @@ def list_(db_url: str | None) -> None:
             click.echo(
                 f"{summary.name}\t{summary.schema_name}\t{summary.status}\t{summary.people_per_item}/item\t"
                 f"complete at {summary.complete_at}\tqueue: {summary.assignment}\t"
-                f"{progress['answers']} answers\t{progress['complete_items']}/{progress['items']} complete\t"
+                f"{progress['answers']} answers\t{summary.complete}\t"
                 f"{summary.people} people\t{','.join(summary.eligible_roles)}"
             )
 

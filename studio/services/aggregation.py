@@ -197,7 +197,8 @@ def _run_rule(
     answers = campaign_answers(session, campaign) if answers is None else answers
     complete = complete_answers(answers, quota=complete_at(campaign))
     summary = _summary(campaign, rule.rule, answers, complete)
-    summary.statement = rule.statement() + _closed_words(campaign, summary.below_quota)
+    stopping = f" {schema.stopping.statement()}" if schema.stopping else ""
+    summary.statement = rule.statement() + stopping + _closed_words(campaign, summary.below_quota)
     _HANDLERS[type(rule)](Run(session, campaign, schema, complete, summary), rule)
     return summary
 

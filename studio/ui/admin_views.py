@@ -34,6 +34,7 @@ CAMPAIGN_COLUMNS: list[str] = [
     "items",
     "answers",
     "complete_items",
+    "complete",
     "people",
 ]
 #: Inline styles (fixed text, never data): the page's own stylesheet is shared with the other tabs.
@@ -82,6 +83,7 @@ def campaigns_frame(overviews: Iterable[CampaignOverview]) -> pd.DataFrame:
             "items": overview.progress.get("items", 0),
             "answers": overview.progress.get("answers", 0),
             "complete_items": overview.progress.get("complete_items", 0),
+            "complete": overview.complete,
             "people": overview.people,
         }
         for overview in overviews

@@ -61,6 +61,7 @@ def progress_html(progress: Mapping[str, Any]) -> str:
         answers=counts["answers"],
         items=counts["items"],
         complete_items=counts["complete_items"],
+        stopped_early=counts.get("stopped_early"),
     )
 
 

@@ -259,9 +259,11 @@ def render_progress(
     complete_items: int,
     left: int | None = None,
     median_seconds: float | None = None,
+    stopped_early: int | None = None,
 ) -> str:
     """Render progress: this person's answers, the items left for them and their median time per item, then the
-    campaign's answers and complete items (complete as ``h2h aggregate`` counts it)."""
+    campaign's answers and complete items (complete as ``h2h aggregate`` counts it; with ``stopped_early``, how many
+    of them its workflow's stopping rule completed before their quota)."""
     percent = 0 if items <= 0 else round(100 * complete_items / items)
     own = [f"You answered <b>{int(mine)}</b> item(s)."]
     if left is not None:
@@ -272,8 +274,12 @@ def render_progress(
         '<div class="h2h-progress">'
         f'<span class="h2h-mine">{" ".join(own)}</span> '
         f'<span class="h2h-campaign">Campaign: <b>{int(answers)}</b> answers; {int(complete_items)} / {int(items)} '
-        f"items complete ({percent}%).</span></div>"
+        f"items complete ({percent}%){_stopped_words(stopped_early)}.</span></div>"
     )
+
+
+def _stopped_words(stopped_early: int | None) -> str:
+    return "" if stopped_early is None else f" (stopped early: {int(stopped_early)})"
 
 
 def render_message(text: Any, *, kind: str = "info") -> str:

@@ -154,6 +154,12 @@ def test_render_progress_reports_counts_and_percent() -> None:
     assert "You answered 3 item(s)." in text
     assert "25 answers; 25 / 200 items complete (12%)" in text
     assert "(0%)" in "".join(parse(render_progress(mine=0, answers=0, items=0, complete_items=0)).text)
+    assert "stopped early" not in text  # a workflow without a stopping rule says nothing about it
+
+
+def test_render_progress_says_how_many_items_stopped_early() -> None:
+    markup = render_progress(mine=3, answers=25, items=200, complete_items=30, stopped_early=7)
+    assert "30 / 200 items complete (15%) (stopped early: 7)." in "".join(parse(markup).text)
 
 
 @pytest.mark.parametrize("payload", HOSTILE)
