@@ -230,3 +230,25 @@ def test_h2h_agreement_writes_the_estimated_reliability_into_the_annotator_file(
     assert table.loc["careful-0", "mace_competence"] > table.loc["same-0", "mace_competence"]
     assert table.loc["careful-0", "dawid_skene_reliability"] > table.loc["random-0", "dawid_skene_reliability"]
     assert "mace_competence" not in pd.read_csv(ordinal, encoding="utf-8-sig").columns
+
+
+def test_disagreements_move_ahead_in_a_review_campaign_opened_by_hand_over_every_scenario(
+    engine: Engine, tmp_path: Path, password_hash: str
+) -> None:
+    """A review campaign opened before the vote holds every scenario in id order: the models' disagreements move
+    ahead of the rest (positions below the first, none shared), once."""
+    truth = vote(engine, tmp_path, password_hash, load_schemas()["crowd_vote"])
+    with write_session(engine) as session:
+        create_campaign(session, name="by-hand-review", schema=load_schemas()["expert_review"], actor="admin")
+    before = review_order(engine, "by-hand-review")
+    assert sorted(before) == sorted(truth)
+    with write_session(engine) as session:
+        first = aggregate_campaign(session, campaign="vote", actor="curator")
+    disagreeing = {sid for sid, (side, _row) in crowd_sides(engine).items() if side.models_disagree}
+    order = review_order(engine, "by-hand-review")
+    assert first.review_campaign == "by-hand-review" and first.review_items_opened == 0
+    assert set(order[: len(disagreeing)]) == disagreeing and sorted(order) == sorted(before)
+    assert order[len(disagreeing) :] == [sid for sid in before if sid not in disagreeing]  # the rest keep their order
+    with write_session(engine) as session:
+        assert aggregate_campaign(session, campaign="vote", actor="curator").changed == 0
+    assert review_order(engine, "by-hand-review") == order
