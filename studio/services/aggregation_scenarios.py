@@ -8,6 +8,7 @@ reach here (:func:`studio.results.aggregate.complete_answers`).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -173,39 +174,51 @@ def _crowd_updates(
     labels = _counts(long, classification.question) if classification else {}
     scenario_ids = scenario_of(run.complete)
     subtasks = _subtasks(run.session, sorted(set(scenario_ids.values()))) if classification else {}
+    fixed = _side_fields(run, rule, question)
     updates: dict[str, dict[str, Any]] = {}
     for row in primary.to_dict("records"):
-        item, decision = row["item"], row["decision"] if isinstance(row["decision"], str) else None
-        scenario_id = scenario_ids[item]
-        beside = _model_fields(models, item)
-        if rule.rule != "majority" and beside:
-            decision = beside["models"][rule.rule]["decision"]  # the workflow's explicit choice (its statement)
+        item, beside = row["item"], _model_fields(models, row["item"])
+        scenario_id, decision = scenario_ids[item], _published(rule, row, beside)
         side = CrowdSide(
-            campaign=run.campaign.name,
-            question=question,
+            **fixed,
+            **beside,
             counts=counts.get(item, {}),
             decision=decision,
             disputed=bool(disputed.get(item, False)),
-            to_experts=rule.on_tie == "expert_review",
-            label_question=classification.question if classification else None,
             label_counts=labels.get(item, {}),
-            rule=rule.rule,
-            **beside,
         )
         label = strict_majority(side.label_counts) if classification else None
+        current = subtasks.get(scenario_id, "")
         updates[scenario_id] = {
             "crowd": side.to_store(),
             "crowd_decision": decision,
             "crowd_votes": int(row["votes"]),
             "crowd_agreement": agreement(votes=int(row["votes"]), top_share=float(row["top_share"])),
             "crowd_label": label,
-            "label_action": label_action(
-                label=label, current=subtasks.get(scenario_id, ""), action=classification.action
-            )
+            "label_action": label_action(label=label, current=current, action=classification.action)
             if classification
             else None,
         }
     return updates
+
+
+def _side_fields(run: Run, rule: MajorityRule, question: str) -> dict[str, Any]:
+    """The crowd side's fields that every item of this run shares."""
+    return {
+        "campaign": run.campaign.name,
+        "question": question,
+        "to_experts": rule.on_tie == "expert_review",
+        "label_question": rule.classification.question if rule.classification else None,
+        "rule": rule.rule,
+    }
+
+
+def _published(rule: MajorityRule, row: Mapping[Any, Any], beside: Mapping[str, Any]) -> str | None:
+    """The decision question's published decision: the majority's (None on a tie) or, under a model's rule, that
+    model's (the workflow's explicit choice, stated where it is shown)."""
+    if rule.rule != "majority" and beside:
+        return str(beside["models"][rule.rule]["decision"])
+    return row["decision"] if isinstance(row["decision"], str) else None
 
 
 def aggregate_criteria(run: Run, rule: CriteriaRule) -> None:
