@@ -158,6 +158,8 @@ def predictive_probability(
         return 1.0
     now = outcome(values, labels, question)
     alpha = np.array(values, dtype=float) + prior
+    if question.kind == "strict_majority":
+        return _strict_majority_probability(values, labels, now=now[0], quota=quota, alpha=alpha)
     if math.comb(remaining + len(labels) - 1, len(labels) - 1) <= EXACT_LIMIT:
         draws = _compositions(remaining, len(labels))
         weights = np.exp(_log_dirichlet_multinomial(draws, alpha))
@@ -169,6 +171,26 @@ def predictive_probability(
     now_code, now_low = _code(now, labels)
     same = (codes == now_code) & (lows == now_low)
     return float(min(1.0, weights[same].sum()))
+
+
+def _strict_majority_probability(
+    values: Sequence[int], labels: Sequence[str], *, now: str, quota: int, alpha: np.ndarray
+) -> float:
+    """Exact P(the strict-majority outcome at the quota == ``now``), however many labels.
+
+    At most one label can hold more than half of the quota, so the outcomes are disjoint events "label L ends above
+    half", and each depends on L's count alone: under the Dirichlet–multinomial the votes L still gets are
+    beta-binomial(remaining, α_L, Σα − α_L). So P(L) = P(BB_L > quota/2 − count_L), and P(none) = 1 − Σ_L P(L).
+    """
+    from scipy.stats import betabinom
+
+    remaining = quota - sum(values)
+    above = {
+        label: float(betabinom.sf(quota // 2 - count, remaining, a, alpha.sum() - a))
+        for label, count, a in zip(labels, values, alpha, strict=True)
+    }
+    probability = above[now] if now in above else 1.0 - sum(above.values())
+    return float(min(1.0, max(0.0, probability)))
 
 
 def check_stop(
