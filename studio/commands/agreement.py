@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,6 +28,8 @@ from studio.results.defaults import DEFAULT_RESAMPLES
 if TYPE_CHECKING:
     import pandas as pd
 
+#: The earlier line a duplicate vote's problem names (``studio.results.votes_csv``), in the copy's numbering.
+_ALREADY = re.compile(r"on line (\d+)$")
 #: How many bad rows to list before giving up on the file.
 MAX_REPORTED_ERRORS = 20
 
@@ -129,7 +132,17 @@ def _load(votes_path: Path, question: str | None, level: str) -> tuple[pd.DataFr
         target = Path(folder) / "votes.csv"
         original_lines = _write_plain(_question_rows(votes_path, header, kept, question), header, target)
         rows, problems = read_votes(target, level)
-    problems = [RecordError(votes_path, original_lines.get(p.line, p.line), p.field, p.problem) for p in problems]
+
+    def original(line: int) -> int:
+        return original_lines.get(line, line)
+
+    # read_votes names a duplicate's earlier line inside its message, in the copy's numbering: mapped back too.
+    problems = [
+        RecordError(
+            votes_path, original(p.line), p.field, _ALREADY.sub(lambda m: f"on line {original(int(m[1]))}", p.problem)
+        )
+        for p in problems
+    ]
     if problems:
         for problem in problems[:MAX_REPORTED_ERRORS]:
             click.echo(str(problem), err=True)

@@ -129,3 +129,23 @@ def test_every_front_door_gives_the_same_interval_by_default(studied: Engine, db
     assert from_file is not None and from_export["resamples"] == DEFAULT_RESAMPLES
     assert from_file == pytest.approx(list(from_service.loc["verdict", "alpha_ci"]), abs=1e-12)
     assert json.loads(from_export["alpha_ci"]) == pytest.approx(from_file, abs=1e-12)
+
+
+def test_a_duplicates_earlier_line_is_named_in_the_files_numbering_when_other_questions_come_first(
+    tmp_path: Path,
+) -> None:
+    """``--question`` copies the question's rows to a temporary file: the earlier line a duplicate names must be
+    the file's own (line 4 here), not the copy's (line 2)."""
+    votes = tmp_path / "votes.csv"
+    votes.write_text(
+        "item,annotator,question,value\n"
+        "a,x,comment,fine\n"  # line 2: another question, left out of the copy
+        "a,y,comment,ok\n"  # line 3
+        "a,x,verdict,1\n"  # line 4: the copy's line 2
+        "b,y,comment,hm\n"  # line 5
+        "a,x,verdict,2\n",  # line 6: the duplicate, the copy's line 3
+        encoding="utf-8",
+    )
+    code, out, err = run("--votes", str(votes), "--question", "verdict", "--level", "nominal")
+    assert code == 1 and out == ""
+    assert err.strip() == f"{votes}:6: annotator: 'x' already rated item 'a' on line 4"
