@@ -41,7 +41,7 @@ from studio.results.store_views import (
     question_levels,
     score_frame,
 )
-from studio.services.progress import campaign_progress, complete_at
+from studio.services.progress import campaign_progress, complete_at, complete_words
 from studio.services.queue import campaign_schema, get_campaign
 from studio.services.research import choose_rows, mask_awaiting_adjudication, with_judge_labels
 
@@ -206,9 +206,11 @@ def complete_items(session: Session, campaign: Campaign) -> int:
 
 def _campaign_progress(session: Session) -> pd.DataFrame:
     """One row per campaign: its schema, status, people per item, the answers needed for an item to be complete,
-    answers, items and complete items (:func:`complete_items`)."""
+    answers, items, complete items (:func:`complete_items`) and, in words, how many of them a stopping rule completed
+    early (``studio.services.progress.complete_words``)."""
     rows = []
     for campaign in session.execute(select(Campaign).order_by(col(Campaign.name))).scalars():
+        counted = campaign_progress(session, campaign)
         totals = session.execute(
             select(func.count(col(Item.id)), func.coalesce(func.sum(col(Item.answer_count)), 0)).where(
                 col(Item.campaign_id) == campaign.id
@@ -223,7 +225,8 @@ def _campaign_progress(session: Session) -> pd.DataFrame:
                 "complete_at": complete_at(campaign),
                 "answers": int(totals[1]),
                 "items": int(totals[0]),
-                "complete_items": complete_items(session, campaign),
+                "complete_items": counted["complete_items"],
+                "complete": complete_words(counted),
             }
         )
     return pd.DataFrame(rows)

@@ -39,7 +39,8 @@ TAB_PICKERS: dict[str, tuple[tuple[str, ...], str]] = {
 COMPLETE_RULE = (
     "An item is complete when it has the answers its campaign needs (complete_at: every planned person for a crowd "
     "vote or expert review, the workflow's minimum for the others); a closed campaign's items below it count only "
-    "where whoever closed it chose to decide them on the answers they have. "
+    "where whoever closed it chose to decide them on the answers they have, and an item its workflow's stopping rule "
+    "stopped early (once its decision was settled) is complete with the answers it has. "
     "Only complete items count in aggregation, Table 3, Fig. 7 and agreement."
 )
 #: Table 3's columns as the page heads them.

@@ -17,6 +17,7 @@ from studio.models import Answer, Campaign, Item, Lease, UserPublic
 from studio.models.campaigns import ItemStop
 from studio.results.aggregate import complete_answers
 from studio.results.store_views import campaign_answers
+from studio.services import research_quality
 from studio.services.aggregation import aggregate_campaign
 from studio.services.answers import submit_answer
 from studio.services.auth import hash_password
@@ -115,6 +116,8 @@ def test_a_stopped_item_is_not_handed_out_again_and_a_lease_open_at_the_stop_sti
             "stopped_early": 1,
         }
         assert campaign_summaries(session)[0].complete == "1 / 6 complete (stopped early: 1)"
+        research_progress, _people = research_quality.progress(session)  # the Research page's progress table
+        assert research_progress.set_index("campaign").loc["stop", "complete"] == "1 / 6 complete (stopped early: 1)"
         report = quota_report(session, campaign)
         assert (report.at_quota, report.stopped_early, report.below_quota, report.unanswered) == (1, 1, 0, 5)
         answers = campaign_answers(session, campaign)
