@@ -15,6 +15,7 @@ from studio.models.curation import DatasetVersionPublic, ScenarioStatusPublic
 from studio.services.curation import Page
 from studio.services.listing import ResponseFilters, ScenarioFilters
 from studio.services.publishing import PublishPreview
+from studio.services.stopping import StopsReport
 from studio.usecases import curate
 from studio.web.deps import CallerDep
 from studio.web.schemas import DecisionIn, PublishIn
@@ -35,6 +36,15 @@ def responses(caller: CallerDep, filters: Annotated[ResponseFilters, Query()]) -
     """Responses with their automatic and judge scores, filtered and paged."""
     with caller.reading() as (session, user):
         return curate.browse_responses(session, caller=user, filters=filters)
+
+
+@router.get("/campaigns/{name}/stops", response_model=StopsReport)
+def stops(name: str, caller: CallerDep) -> StopsReport:
+    """The items the campaign's ``stopping:`` rule stopped before their quota (item, scenario, votes at the stop,
+    rule, probability that the decision stays, time) and the rule in words: what the Curate page's Stops tab and
+    ``h2h export stops`` show. Curators, researchers and admins."""
+    with caller.reading() as (session, user):
+        return curate.item_stops(session, caller=user, campaign=name)
 
 
 @router.get("/scenarios/{scenario_id:path}")

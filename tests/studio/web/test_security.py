@@ -250,6 +250,7 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/v1/results/aggregate"): "staff",
     ("GET", "/v1/curation/scenarios"): "staff",
     ("GET", "/v1/curation/responses"): "staff",
+    ("GET", "/v1/curation/campaigns/{name}/stops"): "staff",
     ("GET", "/v1/curation/scenarios/{scenario_id}"): "staff",
     ("POST", "/v1/curation/scenarios/{scenario_id}/decision"): "staff",
     ("GET", "/v1/curation/versions"): "staff",
