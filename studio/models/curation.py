@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, event
+from sqlalchemy import JSON, Column, event, false
 from sqlmodel import Field, SQLModel
 
 from studio.models.types import UTCDateTime, utc_now
@@ -34,6 +34,10 @@ class ScenarioStatusBase(SQLModel):
     crowd_agreement: float | None = None
     #: A tie, low agreement or a split expert panel: someone has to look.
     disagreement: bool = Field(default=False, index=True)
+    #: The crowd side's reliability-weighted models (Dawid–Skene, MACE) decided otherwise than the majority: written
+    #: from ``crowd["models_disagree"]`` by aggregation, a column of its own so the Curate list filters and orders by
+    #: it (those scenarios first) without reading the JSON.
+    models_disagree: bool = Field(default=False, index=True, sa_column_kwargs={"server_default": false()})
     expert_verdicts: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     #: The curator's edited fields (field → new value), applied over the ingested scenario.
     edits: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))

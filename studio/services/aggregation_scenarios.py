@@ -24,7 +24,6 @@ from studio.results.decisions import CrowdSide, ExpertSide, agreement, label_act
 from studio.results.store_views import answers_by_question
 from studio.rules import CriteriaRule, MajorityRule
 from studio.services.review import open_review_items
-from studio.services.review_order import disagreeing_first
 from studio.services.scenario_status import write_sides
 from studio.workflows import SingleChoice, WorkflowSchema
 
@@ -66,6 +65,9 @@ class Run:
     schema: WorkflowSchema
     complete: pd.DataFrame
     summary: AggregationSummary
+    #: The majority beside the rule's crowd models on the decision question (:func:`crowd_models`), fitted where the
+    #: answers were read, so that the write session only writes; None when the rule asks for no model.
+    models: pd.DataFrame | None = None
 
 
 def scenario_of(answers: pd.DataFrame) -> dict[Any, str]:
@@ -84,16 +86,46 @@ def _counts(long: pd.DataFrame, question: str) -> dict[Any, dict[str, int]]:
     return tally
 
 
+def _choice_questions(long: pd.DataFrame, schema: WorkflowSchema, rule: MajorityRule) -> list[str]:
+    """The single-choice questions the crowd voted on, the classification's left out: the first one is the decision
+    question."""
+    label_question = rule.classification.question if rule.classification else None
+    voted = set(long["question"])
+    return [q.id for q in schema.questions if isinstance(q, SingleChoice) and q.id in voted and q.id != label_question]
+
+
+@dataclass(frozen=True)
+class FittedModels:
+    """The crowd models of one campaign (:func:`crowd_models`) and the decided items they were fitted on."""
+
+    table: pd.DataFrame | None
+    items: frozenset[Any]
+
+    def fits(self, complete: pd.DataFrame) -> bool:
+        """Whether these models were fitted on exactly the decided items of ``complete``."""
+        return self.items == frozenset(complete["item"])
+
+
+def crowd_models(complete: pd.DataFrame, *, schema: WorkflowSchema) -> FittedModels:
+    """The majority beside the schema's crowd models on its decision question, indexed by item (:func:`model_table`;
+    None unless the rule is a majority asking for models), fitted on ``complete`` (the answers of decided items).
+
+    The read half of an aggregation run calls it (``studio.services.aggregation.answers_to_aggregate``): fitting the
+    models is the costly part (seconds on 93,000 votes), and SQLite's write lock must not wait for it."""
+    rule, items = schema.aggregation, frozenset(complete["item"]) if "item" in complete else frozenset()
+    if not isinstance(rule, MajorityRule) or not rule.models or complete.empty:
+        return FittedModels(None, items)
+    long = answers_by_question(complete, schema)
+    choice_ids = _choice_questions(long, schema, rule)
+    return FittedModels(model_table(long, rule=rule, question=choice_ids[0]) if choice_ids else None, items)
+
+
 def aggregate_majority(run: Run, rule: MajorityRule) -> None:
     """Crowd vote: the first single-choice question's majority decides (a tie or low agreement on any voted question
     but the classification sends the item to expert review); the classification question's strict majority is
-    applied or flagged (:class:`studio.rules.Classification`)."""
+    applied or flagged (:class:`studio.rules.Classification`). The models beside it come fitted in ``run.models``."""
     long = answers_by_question(run.complete, run.schema)
-    label_question = rule.classification.question if rule.classification else None
-    voted = set(long["question"])
-    choice_ids = [
-        q.id for q in run.schema.questions if isinstance(q, SingleChoice) and q.id in voted and q.id != label_question
-    ]
+    choice_ids = _choice_questions(long, run.schema, rule)
     if not choice_ids:
         return
     min_share = rule.min_agreement if rule.min_agreement is not None else 0.0
@@ -108,8 +140,7 @@ def aggregate_majority(run: Run, rule: MajorityRule) -> None:
     flags = [frame.set_index("item")["needs_expert_review"] for frame in per_question]
     flags = flags if rule.rule == "majority" else flags[1:]
     disputed = pd.concat(flags, axis=1).fillna(False).astype(bool).any(axis=1).to_dict() if flags else {}
-    models = model_table(long, rule=rule, question=choice_ids[0])
-    updates = _crowd_updates(run, rule, per_question[0], disputed, long, choice_ids[0], models)
+    updates = _crowd_updates(run, rule, per_question[0], disputed, long, choice_ids[0])
     run.summary.changed, statuses = write_sides(run.session, updates)
     run.summary.statuses = dict(statuses)
     run.summary.labels = dict(Counter(v["label_action"] for v in updates.values() if v["label_action"]))
@@ -147,11 +178,9 @@ def _open_reviews(run: Run, rule: MajorityRule, updates: dict[str, dict[str, Any
     to_review = disagreeing + [sid for sid in disputed if sid not in disagreeing and rule.on_tie == "expert_review"]
     if not to_review:
         return
-    run.summary.review_campaign, run.summary.review_items_opened = open_review_items(
-        run.session, run.campaign, to_review
-    )
-    moved = disagreeing_first(run.session, campaign=run.summary.review_campaign, scenario_ids=disagreeing)
-    run.summary.changed += run.summary.review_items_opened + moved
+    opened = open_review_items(run.session, run.campaign, to_review, first=disagreeing)
+    run.summary.review_campaign, run.summary.review_items_opened = opened.campaign, opened.added
+    run.summary.changed += opened.added + opened.moved
 
 
 def _subtasks(session: Session, scenario_ids: list[str]) -> dict[str, str]:
@@ -166,7 +195,6 @@ def _crowd_updates(
     disputed: dict[Any, bool],
     long: pd.DataFrame,
     question: str,
-    models: pd.DataFrame | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Each decided scenario's crowd side (and the columns the Curate list filters on)."""
     classification = rule.classification
@@ -177,7 +205,7 @@ def _crowd_updates(
     fixed = _side_fields(run, rule, question)
     updates: dict[str, dict[str, Any]] = {}
     for row in primary.to_dict("records"):
-        item, beside = row["item"], _model_fields(models, row["item"])
+        item, beside = row["item"], _model_fields(run.models, row["item"])
         scenario_id, decision = scenario_ids[item], _published(rule, row, beside)
         side = CrowdSide(
             **fixed,
@@ -194,6 +222,7 @@ def _crowd_updates(
             "crowd_decision": decision,
             "crowd_votes": int(row["votes"]),
             "crowd_agreement": agreement(votes=int(row["votes"]), top_share=float(row["top_share"])),
+            "models_disagree": side.models_disagree,
             "crowd_label": label,
             "label_action": label_action(label=label, current=current, action=classification.action)
             if classification

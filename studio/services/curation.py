@@ -97,13 +97,23 @@ def _page(session: Session, query: Any, page: int, page_size: int) -> Page:
 
 _review_state = func.coalesce(col(ScenarioStatus.status), "pending")
 _flag_count = func.coalesce(col(CurationReport.n_flags), 0)
+_models_disagree = func.coalesce(col(ScenarioStatus.models_disagree), False)
 #: Each scenario filter as a condition on the listing (fields of ``ScenarioFilters``).
 _SCENARIO_FILTERS: dict[str, Any] = {
     "subtask": lambda value: col(ScenarioRow.subtask) == value,
     "status": lambda value: _review_state == value,
     "agreement_below": lambda value: col(ScenarioStatus.crowd_agreement) < value,
     "disagreement": lambda value: func.coalesce(col(ScenarioStatus.disagreement), False).is_(value),
+    "models_disagree": lambda value: _models_disagree.is_(value),
     "flagged": lambda value: _flag_count > 0 if value else _flag_count == 0,
+}
+
+
+#: Each scenario order (``ScenarioFilters.order``) as the listing's ORDER BY; the id last, so every page is stable.
+_SCENARIO_ORDERS: dict[str, tuple[Any, ...]] = {
+    "models_disagree": (_models_disagree.desc(), col(ScenarioRow.id)),
+    "id": (col(ScenarioRow.id),),
+    "uncertainty": (col(PrescreenRow.uncertainty).is_(None), col(PrescreenRow.uncertainty).desc(), col(ScenarioRow.id)),
 }
 
 
@@ -122,6 +132,7 @@ def _scenario_listing() -> Any:
             col(ScenarioStatus.crowd_votes),
             col(ScenarioStatus.crowd_agreement),
             func.coalesce(col(ScenarioStatus.disagreement), False).label("disagreement"),
+            _models_disagree.label("models_disagree"),
             edited.label("edited"),
             (edited & (col(ScenarioStatus.edited_from_hash) != col(ScenarioRow.content_hash))).label("base_changed"),
             col(PrescreenRow.verdict).label("llm_verdict"),
@@ -140,21 +151,19 @@ def browse_scenarios(session: Session, *, filters: ScenarioFilters) -> Page:
     The filters (:class:`~studio.services.listing.ScenarioFilters`, declared once for the REST query, the use case
     and the page): ``status`` is one of ``studio.models.curation.STATUSES`` (``pending`` includes scenarios nobody
     reviewed yet); ``agreement_below`` keeps scenarios whose crowd agreement (winning share) is below it;
-    ``disagreement`` keeps those with (or without) a crowd tie / low agreement; ``flagged`` those with (or without)
-    refine-run flags; ``order`` ``uncertainty`` puts the LLM pre-screen's most uncertain first (unscreened last),
-    else by id. Rows: id, subtask, user_input, reference, status, decided_by, crowd_decision, crowd_votes,
-    crowd_agreement, disagreement, edited, base_changed, llm_verdict, uncertainty, flags.
+    ``disagreement`` keeps those with (or without) someone to look (a crowd tie / low agreement, a split panel, the
+    models' disagreement); ``models_disagree`` those whose crowd models decided otherwise than the majority (or not);
+    ``flagged`` those with (or without) refine-run flags. ``order``: ``models_disagree`` (the default) lists those
+    models' disagreements first (as expert review opens them first), then by id; ``uncertainty`` the LLM
+    pre-screen's most uncertain first (unscreened last); ``id`` by id. Rows: id, subtask, user_input, reference,
+    status, decided_by, crowd_decision, crowd_votes, crowd_agreement, disagreement, models_disagree, edited,
+    base_changed, llm_verdict, uncertainty, flags.
     """
     query = _scenario_listing()
     for name, condition in _SCENARIO_FILTERS.items():
         if (value := getattr(filters, name)) is not None:
             query = query.where(condition(value))
-    if filters.order == "uncertainty":
-        uncertainty = col(PrescreenRow.uncertainty)
-        query = query.order_by(uncertainty.is_(None), uncertainty.desc(), col(ScenarioRow.id))
-    else:
-        query = query.order_by(col(ScenarioRow.id))
-    return _page(session, query, filters.page, filters.page_size)
+    return _page(session, query.order_by(*_SCENARIO_ORDERS[filters.order]), filters.page, filters.page_size)
 
 
 def browse_responses(session: Session, *, filters: ResponseFilters) -> Page:

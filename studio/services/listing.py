@@ -100,30 +100,39 @@ class Paging(BaseModel):
         return self if self.page <= self.pages(total) else self.model_copy(update={"page": self.pages(total)})
 
 
+#: The scenario list's orders: ``models_disagree`` (the default) puts the scenarios whose crowd models disagree with
+#: the majority first (expert review looks at them first too), then by id; ``id``; ``uncertainty``: the LLM
+#: pre-screen's most uncertain first (unscreened last).
+ScenarioOrder = Literal["models_disagree", "id", "uncertainty"]
+
+
 class ScenarioFilters(Paging):
     """Which scenarios a curator lists (by subtask, review status, crowd agreement below a share, disagreement,
-    refine flags), in which order, and which page: the arguments of ``studio.services.curation.browse_scenarios``."""
+    models' disagreement, refine flags), in which order, and which page: the arguments of
+    ``studio.services.curation.browse_scenarios``."""
 
     subtask: str | None = None
     status: str | None = None
     agreement_below: float | None = None
     disagreement: bool | None = None
+    #: With (or without) crowd models (Dawid–Skene, MACE) that decided otherwise than the majority.
+    models_disagree: bool | None = None
     #: With (or without) flags of an ingested refine run (``h2h ingest-curation``).
     flagged: bool | None = None
-    #: ``id``, or ``uncertainty``: the LLM pre-screen's most uncertain first (unscreened last).
-    order: Literal["id", "uncertainty"] = "id"
+    #: :data:`ScenarioOrder`; none asked (empty): ``models_disagree``.
+    order: ScenarioOrder = "models_disagree"
 
     @field_validator("order", mode="before")
     @classmethod
     def _order(cls, value: Any) -> Any:
-        return "id" if value in (None, "") else value
+        return "models_disagree" if value in (None, "") else value
 
     @field_validator("subtask", "status", mode="before")
     @classmethod
     def _blank(cls, value: Any) -> Any:
         return _blank_is_none(value)
 
-    @field_validator("disagreement", "flagged", mode="before")
+    @field_validator("disagreement", "models_disagree", "flagged", mode="before")
     @classmethod
     def _words(cls, value: Any) -> Any:
         return _tristate(value)

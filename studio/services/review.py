@@ -1,13 +1,18 @@
-"""Opening expert-review items for the scenarios a crowd vote left disputed (used by aggregation)."""
+"""Opening expert-review items for the scenarios a crowd vote left disputed or its models disagree on (used by
+aggregation), those the models disagree on ahead of the others (:func:`studio.services.review_order.disagreeing_first`).
+"""
 
 from __future__ import annotations
 
 import secrets
+from collections.abc import Sequence
+from typing import NamedTuple
 
 from sqlalchemy import func, insert, select
 from sqlmodel import Session, col
 
 from studio.models import AuditLog, Campaign, Item
+from studio.services.review_order import disagreeing_first
 from studio.workflows import load_schemas
 
 REVIEW_WORKFLOW = "expert_review"
@@ -50,10 +55,30 @@ def _review_campaign(session: Session, crowd: Campaign) -> Campaign:
     return review
 
 
-def open_review_items(session: Session, crowd: Campaign, scenario_ids: list[str]) -> tuple[str, int]:
+class ReviewOpened(NamedTuple):
+    """What :func:`open_review_items` did: the review campaign, the items it added and the items it moved first."""
+
+    campaign: str
+    added: int
+    moved: int
+
+
+def open_review_items(
+    session: Session, crowd: Campaign, scenario_ids: list[str], *, first: Sequence[str] = ()
+) -> ReviewOpened:
     """Add the scenarios that are not yet items of the open review campaign (the oldest, or a new
-    ``<crowd>-review`` one); return its name and how many were added."""
+    ``<crowd>-review`` one), then put the items of ``first`` (in this order) ahead of every other item there.
+
+    ``first``: the scenarios whose crowd models disagree with the majority (expert review looks at them first); a
+    re-run over the same scenarios adds and moves nothing."""
     review = _review_campaign(session, crowd)
+    added = _add_items(session, crowd=crowd, review=review, scenario_ids=scenario_ids)
+    moved = disagreeing_first(session, campaign=review.name, scenario_ids=list(first))
+    return ReviewOpened(review.name, added, moved)
+
+
+def _add_items(session: Session, *, crowd: Campaign, review: Campaign, scenario_ids: list[str]) -> int:
+    """Add the scenarios that are not yet items of ``review`` after its last item; return how many were added."""
     present = set(session.execute(select(col(Item.scenario_id)).where(col(Item.campaign_id) == review.id)).scalars())
     new = [sid for sid in scenario_ids if sid not in present]
     if new:
@@ -84,4 +109,4 @@ def open_review_items(session: Session, crowd: Campaign, scenario_ids: list[str]
                 detail={"from": crowd.name, "scenarios": new},
             )
         )
-    return review.name, len(new)
+    return len(new)

@@ -1,10 +1,10 @@
 """Writing what aggregation found onto each scenario's review status (``ScenarioStatus``), by the stated rules.
 
 Aggregation writes *sides* — the crowd's (``crowd``, ``crowd_decision``, ``crowd_votes``, ``crowd_agreement``,
-``crowd_label``, ``label_action``) or the experts' (``experts``, ``expert_verdicts``) — never a status directly.
-The status, who decided it, whether someone has to look and the decision in words follow from both sides by
-:func:`studio.results.decisions.decide`, whichever campaign was aggregated last. A curator's decision stands: on a
-row a curator decided, aggregation updates the sides and the rule's words, never the status.
+``crowd_label``, ``label_action``, ``models_disagree``) or the experts' (``experts``, ``expert_verdicts``) —
+never a status directly. The status, who decided it, whether someone has to look and the decision in words follow
+from both sides by :func:`studio.results.decisions.decide`, whichever campaign was aggregated last. A curator's
+decision stands: on a row a curator decided, aggregation updates the sides and the rule's words, never the status.
 """
 
 from __future__ import annotations

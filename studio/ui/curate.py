@@ -80,10 +80,17 @@ class CurateTab:
                 label="Agreement below (0–1, empty: any)", value="", elem_id="h2h-filter-agreement"
             )
             self.disagreement = gr.Dropdown(TRISTATE, value="", label="Disagreement", elem_id="h2h-filter-disagree")
+            self.models_disagree = gr.Dropdown(
+                TRISTATE, value="", label="Models disagree", elem_id="h2h-filter-models-disagree"
+            )
             self.flagged_scenarios = gr.Dropdown(TRISTATE, value="", label="Refine flags", elem_id="h2h-filter-flagged")
             self.order = gr.Dropdown(
-                [("id", "id"), ("most uncertain first (LLM)", "uncertainty")],
-                value="id",
+                [
+                    ("models disagree first", "models_disagree"),
+                    ("id", "id"),
+                    ("most uncertain first (LLM)", "uncertainty"),
+                ],
+                value="models_disagree",
                 label="Order",
                 elem_id="h2h-filter-order",
             )
@@ -152,6 +159,7 @@ class CurateTab:
             "status": self.status,
             "agreement_below": self.agreement_below,
             "disagreement": self.disagreement,
+            "models_disagree": self.models_disagree,
             "flagged": self.flagged_scenarios,
             "order": self.order,
             "page_size": self.page_size,

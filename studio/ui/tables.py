@@ -25,9 +25,12 @@ from studio.services.text import visible_text
 #: Long text is cut in listing tables (the detail view shows it whole).
 CELL_CHARS = 120
 #: The scenario list beside the opened scenario (half the page wide): what a curator triages by — the review state,
-#: the crowd's decision with its agreement and votes, the LLM's verdict with its uncertainty, the refine run's flags —
-#: then the start of the user input; each cell's words wrap inside its column (:func:`scenario_list`).
-SCENARIO_COLUMNS: list[str] = ["id", "status", "crowd", "LLM", "flags", "user input"]
+#: the crowd's decision with its agreement and votes, whether its models (Dawid–Skene, MACE) disagree with it, the
+#: LLM's verdict with its uncertainty, the refine run's flags — then the start of the user input; each cell's words
+#: wrap inside its column (:func:`scenario_list`).
+SCENARIO_COLUMNS: list[str] = ["id", "status", "crowd", "models", "LLM", "flags", "user input"]
+#: The ``models`` cell of a scenario whose crowd models decided otherwise than the majority (else empty).
+MODELS_DISAGREE_MARK = "disagree"
 #: The user input's first characters in the list (the opened scenario shows all of it).
 LIST_TEXT_CHARS = 60
 #: The widest a column of the list grows (in characters) before its words wrap: six columns in half the page.
@@ -161,13 +164,15 @@ def _llm_cell(row: dict[str, Any]) -> str:
 
 def scenario_list(found: Page) -> TablePage:
     """A page of ``browse_scenarios`` as the list beside the opened scenario shows it (:data:`SCENARIO_COLUMNS`):
-    the review state in words (``needs revision``), the crowd and LLM cells in one line each, the flags' kinds, the
-    user input's first :data:`LIST_TEXT_CHARS` characters."""
+    the review state in words (``needs revision``), the crowd and LLM cells in one line each, the models' cell
+    (:data:`MODELS_DISAGREE_MARK` where they disagree with the majority), the flags' kinds, the user input's first
+    :data:`LIST_TEXT_CHARS` characters."""
     rows = [
         {
             "id": shown(row["id"]),
             "status": str(row.get("status") or "pending").replace("_", " "),
             "crowd": shown(_crowd_cell(row)),
+            "models": MODELS_DISAGREE_MARK if row.get("models_disagree") else "",
             "LLM": shown(_llm_cell(row)),
             "flags": shown(", ".join(row.get("flags") or [])),
             "user input": shorten(shown(row.get("user_input")), LIST_TEXT_CHARS),

@@ -74,6 +74,7 @@ def test_the_list_shows_crowd_llm_and_flags_in_one_cell_each() -> None:
         "crowd_decision": "revise",
         "crowd_agreement": 2 / 3,
         "crowd_votes": 3,
+        "models_disagree": True,
         "llm_verdict": "keep",
         "uncertainty": 0.5817,
         "flags": ["pii", "meta"],
@@ -87,8 +88,17 @@ def test_the_list_shows_crowd_llm_and_flags_in_one_cell_each() -> None:
         "id": "s-1",
         "status": "needs revision",
         "crowd": "revise · 67% · 3 vote(s)",
+        "models": "disagree",
         "LLM": "keep · 0.58 uncertain",
         "flags": "pii, meta",
         "user input": "x" * (tables.LIST_TEXT_CHARS - 1) + "…",
     }
-    assert second == {"id": "s-2", "status": "pending", "crowd": "", "LLM": "", "flags": "", "user input": "hi"}
+    assert second == {
+        "id": "s-2",
+        "status": "pending",
+        "crowd": "",
+        "models": "",
+        "LLM": "",
+        "flags": "",
+        "user input": "hi",
+    }
