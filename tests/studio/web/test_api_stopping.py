@@ -140,6 +140,11 @@ def test_lopsided_items_stop_at_three_votes_and_are_never_handed_out_again(stop_
     with client_for(stop_api, "admin") as admin:
         quota = admin.get("/admin/campaigns/stop/quota").json()
     assert (quota["items"], quota["at_quota"], quota["below_quota"], quota["unanswered"]) == (6, 6, 0, 0)
+    with client_for(stop_api, "curator") as curator:  # what curators read over REST is what is stored
+        report = curator.get("/curation/campaigns/stop/stops").json()
+    assert report["statement"].startswith("Stopping (curtail): an item stops being handed out")
+    listed = {(s["item"], s["votes_at_stop"], s["rule"], s["probability"]) for s in report["stops"]}
+    assert set(stored_stops(corpus)) == listed and set(early) <= listed
 
 
 @pytest.mark.xfail(
