@@ -79,6 +79,8 @@ def pending_stop(
     rows = core_connection(session).execute(_item_values_query(), {"item_id": item.id}).scalars()
     stored = [row or {} for row in rows]
     counts, votes = _counts([*stored, values], questions)
+    if votes >= quota_of(campaign):
+        return None  # the quota itself completes the item: a stop there would not be early
     frozen = tuple(tuple(sorted(counts[question.question].items())) for question in questions)
     check = _check(frozen, quota_of(campaign), tuple(questions), rule.rule, rule.confidence, rule.min_votes)
     return PendingStop(votes=votes, rule=rule.rule, check=check) if check.stop else None

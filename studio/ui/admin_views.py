@@ -33,7 +33,6 @@ CAMPAIGN_COLUMNS: list[str] = [
     "queue",
     "items",
     "answers",
-    "complete_items",
     "complete",
     "people",
 ]
@@ -69,8 +68,9 @@ def audit_page(found: Page) -> TablePage:
 
 
 def campaigns_frame(overviews: Iterable[CampaignOverview]) -> pd.DataFrame:
-    """The campaigns table: workflow, status, roles that may work, people per item, the answers that complete an item
-    (the threshold "complete_items" counts by), the queue's order, progress, people who answered."""
+    """The campaigns table: workflow, status, roles that may work, people per item, the answers that complete an item,
+    the queue's order, progress — complete items in words, with those a stopping rule stopped early — and people who
+    answered."""
     records: list[dict[str, Any]] = [
         {
             "name": overview.name,
@@ -82,7 +82,6 @@ def campaigns_frame(overviews: Iterable[CampaignOverview]) -> pd.DataFrame:
             "queue": overview.assignment,
             "items": overview.progress.get("items", 0),
             "answers": overview.progress.get("answers", 0),
-            "complete_items": overview.progress.get("complete_items", 0),
             "complete": overview.complete,
             "people": overview.people,
         }

@@ -200,7 +200,19 @@ def test_a_campaign_created_on_the_page_appears_with_its_progress(admin_studio: 
     wait_for_text(page, "#h2h-campaigns-message", "Created browser-dialogue (crowd_vote, 2 per item, queue: fill)")
     row = wait_for_row(page, "h2h-campaigns", "browser-dialogue", 2, "open")
     # people per item, the answers that complete an item (the threshold used), the queue's order, then progress
-    assert row == ["browser-dialogue", "crowd_vote", "open", "annotator", "2", "2", "fill", "4", "0", "0", "0"]
+    assert row == [
+        "browser-dialogue",
+        "crowd_vote",
+        "open",
+        "annotator",
+        "2",
+        "2",
+        "fill",
+        "4",
+        "0",
+        "0 / 4 complete",
+        "0",
+    ]
 
     token = httpx.post(
         f"{admin_studio.base_url}/api/v1/login", json={"username": "annotator04", "password": PASSWORD}
@@ -211,7 +223,7 @@ def test_a_campaign_created_on_the_page_appears_with_its_progress(admin_studio: 
         body = {"item_id": item["item_id"], "lease_id": item["lease_id"], "submission_id": uuid.uuid4().hex}
         assert api.post("/campaigns/browser-dialogue/answers", json={**body, "answers": answer}).status_code == 201
     page.click("#h2h-campaigns-refresh")
-    assert wait_for_row(page, "h2h-campaigns", "browser-dialogue", 8, "1")[7:] == ["4", "1", "0", "1"]
+    assert wait_for_row(page, "h2h-campaigns", "browser-dialogue", 8, "1")[7:] == ["4", "1", "0 / 4 complete", "1"]
 
     choose(page, "h2h-managed-campaign", "browser-dialogue")
     # Before closing, the page says what closing does to the item with one vote of its two (issue 16 item 5).

@@ -147,12 +147,6 @@ def test_lopsided_items_stop_at_three_votes_and_are_never_handed_out_again(stop_
     assert set(stored_stops(corpus)) == listed and set(early) <= listed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="product bug: the vote that fills an item's quota is recorded as a stop (curtail_settled is True with no "
-    "votes to come), so an item answered by its whole quota counts as 'stopped early'; fix in "
-    "studio/services/stopping.py pending_stop: no stop once the item's votes reach quota_of(campaign)",
-)
 def test_an_item_answered_by_its_whole_quota_is_not_stopped_early(stop_api: str, corpus: Engine) -> None:
     contested, _ = drain(stop_api)
     assert contested not in {stop[0] for stop in stored_stops(corpus)}
