@@ -222,7 +222,7 @@ def test_an_annotator_sees_neither_tab_and_is_refused_by_their_handlers(curation
         assert client.post("/login", data={"username": "annotator01", "password": PASSWORD}).status_code == 303
         session_hash = uuid.uuid4().hex
         calls = [
-            ("h2h-search", ["", "", "", "", "", "id", 25, 1]),
+            ("h2h-search", ["", "", "", "", "", "", "id", 25, 1]),
             ("h2h-open", ["b-dialogue-2"]),
             ("h2h-publish-preview", []),
             ("h2h-publish", ["annotator-version", "", "0" * 64]),
