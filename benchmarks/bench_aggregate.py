@@ -5,9 +5,9 @@ bulk) is aggregated twice from the same starting state, in one run, alternating 
 
 * ``one session``: ``aggregate_campaign`` inside a single write session, as every caller did before: on SQLite
   the write lock (which every submit waits for) is held for the whole run;
-* ``read, then write``: ``answers_to_aggregate`` in a read session, then ``aggregate_campaign`` with those
-  answers in a write session, as ``h2h aggregate``, the UI and the API do now: the lock is held for the second
-  part only.
+* ``read, then write``: ``answers_to_aggregate`` in a read session (which also fits the crowd models a workflow
+  asks for), then ``write_aggregation`` with those answers in a write session, as ``h2h aggregate``, the UI and the
+  API do now: the lock is held for the second part only.
 
 Between runs the aggregation's writes are undone (statuses, review campaign and items, audit rows), so each run
 starts from the same state. Run: ``python benchmarks/bench_aggregate.py [--items 2000] [--raters 20]``.
@@ -92,14 +92,14 @@ def one_session(engine: object, campaign: str) -> tuple[float, float]:
 
 def read_then_write(engine: object, campaign: str) -> tuple[float, float]:
     from studio.db import read_session, write_session
-    from studio.services.aggregation import aggregate_campaign, answers_to_aggregate
+    from studio.services.aggregation import answers_to_aggregate, write_aggregation
 
     started = time.perf_counter()
     with read_session(engine) as session:  # type: ignore[arg-type]
         answers = answers_to_aggregate(session, campaign=campaign)
     locked = time.perf_counter()
     with write_session(engine) as session:  # type: ignore[arg-type]
-        aggregate_campaign(session, campaign=campaign, answers=answers[campaign])
+        write_aggregation(session, campaign=campaign, actor="aggregate", answers=answers)
     finished = time.perf_counter()
     return finished - started, finished - locked
 
