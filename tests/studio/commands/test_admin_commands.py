@@ -74,7 +74,7 @@ def test_campaign_assign_and_language_filter(corpus: Engine, campaign: CampaignP
         line.split("\t")[0]: line.split("\t") for line in h2h("campaign", "list", "--db", db_url).output.splitlines()
     }
     assert listing["en-only"][4:6] == ["complete at 20", "queue: fill"]  # the threshold used, the queue's order
-    assert listing["en-only"][7] == "0/2 complete" and listing["en-only"][8] == "0 people"  # dlg-2 and iti-2
+    assert listing["en-only"][7] == "0 / 2 complete" and listing["en-only"][8] == "0 people"  # dlg-2 and iti-2
     assert listing["vote"][9] == "annotator,expert"
     unknown = h2h("campaign", "assign", "nope", "--role", "expert", "--db", db_url)
     assert unknown.exit_code == 1
