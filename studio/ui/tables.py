@@ -141,9 +141,10 @@ def table_page(found: Page, columns: list[str]) -> TablePage:
 
 
 def _crowd_cell(row: dict[str, Any]) -> str:
-    """E.g. ``revise · 67% · 3 votes``: the crowd's decision, its agreement (when defined) and the votes counted."""
+    """E.g. ``revise · 67% · 3 votes``: the crowd's decision, its agreement (when defined) and the votes counted;
+    ``tie · 4 vote(s)`` where the crowd voted and no verdict led (a tie decides nothing: it goes to experts)."""
     if not row.get("crowd_decision"):
-        return ""
+        return f"tie · {int(row['crowd_votes'])} vote(s)" if row.get("crowd_votes") else ""
     parts = [str(row["crowd_decision"])]
     agreement = _rounded(row.get("crowd_agreement"))
     if agreement is not None:

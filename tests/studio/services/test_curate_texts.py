@@ -81,9 +81,11 @@ def test_the_list_shows_crowd_llm_and_flags_in_one_cell_each() -> None:
         "user_input": "x" * 100,
     }
     bare = {"id": "s-2", "status": None, "crowd_decision": None, "llm_verdict": None, "flags": None, "user_input": "hi"}
-    shown = tables.scenario_list(Page(total=2, page=1, page_size=25, rows=[row, bare]))
-    assert list(shown.frame.columns) == tables.SCENARIO_COLUMNS and shown.summary == "2 match · page 1 of 1"
-    first, second = shown.frame.to_dict("records")
+    tied = bare | {"id": "s-3", "status": "in_review", "crowd_votes": 4, "crowd_agreement": 0.5}
+    shown = tables.scenario_list(Page(total=3, page=1, page_size=25, rows=[row, bare, tied]))
+    assert list(shown.frame.columns) == tables.SCENARIO_COLUMNS and shown.summary == "3 match · page 1 of 1"
+    first, second, third = shown.frame.to_dict("records")
+    assert third["crowd"] == "tie · 4 vote(s)"  # a tie is said, not left blank as if nobody had voted
     assert first == {
         "id": "s-1",
         "status": "needs revision",
