@@ -28,6 +28,8 @@ from studio.results.defaults import DEFAULT_RESAMPLES
 if TYPE_CHECKING:
     import pandas as pd
 
+    from pipeline.jsonl import RecordError
+
 #: The earlier line a duplicate vote's problem names (``studio.results.votes_csv``), in the copy's numbering.
 _ALREADY = re.compile(r"on line (\d+)$")
 #: How many bad rows to list before giving up on the file.
@@ -124,7 +126,6 @@ def _load(votes_path: Path, question: str | None, level: str) -> tuple[pd.DataFr
     what makes an item complete. Bad rows are reported by the file's own line numbers and end the command."""
     import pandas as pd
 
-    from pipeline.jsonl import RecordError
     from studio.results.votes_csv import read_votes
 
     header, kept = _read_rows(votes_path)
@@ -133,16 +134,7 @@ def _load(votes_path: Path, question: str | None, level: str) -> tuple[pd.DataFr
         original_lines = _write_plain(_question_rows(votes_path, header, kept, question), header, target)
         rows, problems = read_votes(target, level)
 
-    def original(line: int) -> int:
-        return original_lines.get(line, line)
-
-    # read_votes names a duplicate's earlier line inside its message, in the copy's numbering: mapped back too.
-    problems = [
-        RecordError(
-            votes_path, original(p.line), p.field, _ALREADY.sub(lambda m: f"on line {original(int(m[1]))}", p.problem)
-        )
-        for p in problems
-    ]
+    problems = in_file_numbering(problems, path=votes_path, original_lines=original_lines)
     if problems:
         for problem in problems[:MAX_REPORTED_ERRORS]:
             click.echo(str(problem), err=True)
@@ -152,6 +144,23 @@ def _load(votes_path: Path, question: str | None, level: str) -> tuple[pd.DataFr
     answered = {((row.get("item") or "").strip(), (row.get("annotator") or "").strip()) for _, row in kept}
     pairs = pd.DataFrame(sorted(pair for pair in answered if all(pair)), columns=["item", "annotator"])
     return pd.DataFrame(rows, columns=["item", "annotator", "value"]), pairs
+
+
+def in_file_numbering(problems: list[RecordError], *, path: Path, original_lines: dict[int, int]) -> list[RecordError]:
+    """``problems`` found in a copy of the votes file holding one question's rows (:func:`select_question`), named by
+    ``path`` and its own line numbers — also the earlier line a duplicate's message names ("… on line N")."""
+
+    from pipeline.jsonl import RecordError
+
+    def original(line: int) -> int:
+        return original_lines.get(line, line)
+
+    return [
+        RecordError(
+            path, original(p.line), p.field, _ALREADY.sub(lambda m: f"on line {original(int(m[1]))}", p.problem)
+        )
+        for p in problems
+    ]
 
 
 def plain_value(cell: str) -> str:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import csv
 import io
 import json
-import re
 import tempfile
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -25,7 +24,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pipeline.csvsafe import neutralise_cell
-from studio.commands.agreement import MAX_REPORTED_ERRORS, select_question
+from studio.commands.agreement import MAX_REPORTED_ERRORS, in_file_numbering, select_question
 from studio.commands.export_results import FormatsHelpOption, Output
 
 if TYPE_CHECKING:
@@ -39,7 +38,6 @@ VOTES_HELP = (
     "Votes with columns item,annotator,value, e.g. h2h export votes' file: {formats}. An empty value is no vote "
     "(an item with none gets no decision); a rater voting twice on one item is an error."
 )
-_ALREADY = re.compile(r"on line (\d+)$")
 
 
 @dataclass(frozen=True)
@@ -78,7 +76,6 @@ def load_votes(path: Path, question: str | None) -> Votes:
     """
     import pandas as pd
 
-    from pipeline.jsonl import RecordError
     from studio.results.votes_csv import read_votes
 
     fast = _fast_frame(path, question)
@@ -92,19 +89,8 @@ def load_votes(path: Path, question: str | None) -> Votes:
             timed = "answered_at" in (reader.fieldnames or [])
             stamps = [row.get("answered_at") or "" for row in reader] if timed else []
 
-    def original(line: int) -> int:
-        return lines.get(line, line)
-
     if problems:
-        # read_votes names the earlier line of a duplicate inside its message: in the copy's numbering, mapped back
-        _fail(
-            [
-                RecordError(
-                    path, original(p.line), p.field, _ALREADY.sub(lambda m: f"on line {original(int(m[1]))}", p.problem)
-                )
-                for p in problems
-            ]
-        )
+        _fail(in_file_numbering(problems, path=path, original_lines=lines))
     frame = pd.DataFrame(rows, columns=["item", "annotator", "value"])
     frame["line"] = list(lines.values())
     if timed:

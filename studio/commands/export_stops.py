@@ -37,8 +37,10 @@ def stops_export(campaign: str, output: Path | None, db_url: str | None) -> None
     with store_session(db_url) as session:
         report = stops_report(session, campaign=campaign)
     click.echo(report.statement, err=True)
+    # ISO 8601 with its "T", as the votes export writes answered_at, so the two files join on time as written
+    stops = [stop | {"stopped_at": stop["stopped_at"].isoformat()} for stop in report.stops]
     if output is not None:
-        write(pd.DataFrame.from_records(report.stops, columns=list(STOP_COLUMNS)), output, "stop")
+        write(pd.DataFrame.from_records(stops, columns=list(STOP_COLUMNS)), output, "stop")
         return
-    for stop in report.stops:
+    for stop in stops:
         click.echo(json.dumps(stop, ensure_ascii=False, default=str))

@@ -4,6 +4,7 @@ format the output's suffix names; the rule in words on stderr; an unknown campai
 from __future__ import annotations
 
 import json
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -70,6 +71,7 @@ def test_export_stops_writes_one_row_per_stop(corpus: Engine, db_url: str, tmp_p
     assert len(rows) == 3 and set(rows["rule"]) == {"curtail"}
     assert [int(votes) for votes in rows["votes_at_stop"]] == [3, 3, 3]
     assert {float(value) for value in rows["probability"]} == {1.0}
+    assert all(datetime.fromisoformat(str(at)).tzinfo is not None and "T" in str(at) for at in rows["stopped_at"])
 
 
 def test_export_stops_to_stdout_and_an_unknown_campaign(corpus: Engine, db_url: str) -> None:
@@ -77,5 +79,6 @@ def test_export_stops_to_stdout_and_an_unknown_campaign(corpus: Engine, db_url: 
     done = export(db_url, "--campaign", "stop")
     lines = [json.loads(line) for line in done.stdout.splitlines()]
     assert done.exit_code == 0 and len(lines) == 3 and {line["votes_at_stop"] for line in lines} == {3}
+    assert all("T" in line["stopped_at"] and datetime.fromisoformat(line["stopped_at"]).tzinfo for line in lines)
     unknown = export(db_url, "--campaign", "nope")
     assert unknown.exit_code != 0 and "nope" in unknown.output
