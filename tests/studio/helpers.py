@@ -17,9 +17,9 @@ from studio.db import write_session
 from studio.models import Item, ResponseRow, User, UserPublic
 from studio.services.aggregation import aggregate_all
 from studio.services.answers import submit_answer
-from studio.services.campaigns import create_campaign
+from studio.services.campaigns import TargetSelection, create_campaign
 from studio.services.queue import next_item
-from studio.workflows import load_schemas
+from studio.workflows import WorkflowSchema, load_schemas
 
 MODELS = ("model-alpha", "model-beta")
 PASSWORD = "correct horse battery staple"
@@ -179,6 +179,24 @@ def answer_all(
                 )
                 stored += 1
     return stored
+
+
+#: The one vote of :func:`stopping_campaign`'s people.
+ALIKE_VOTE = {"verdict": "keep", "subtask_label": "dialogue_base"}
+
+
+def stopping_campaign(engine: Engine, password_hash: str, *, stopping: dict[str, Any] | None) -> None:
+    """Campaign ``stop``: crowd_vote with ``stopping`` (none: the bundled workflow), 5 people per item, over the
+    dialogue_base and itinerary_basic scenarios; three people answer :data:`ALIKE_VOTE` on every item the queue
+    hands them (under ``{"rule": "curtail"}`` each item stops at its third vote)."""
+    schema = load_schemas()["crowd_vote"]
+    if stopping is not None:
+        schema = WorkflowSchema.model_validate({**schema.model_dump(mode="json"), "stopping": stopping})
+    with write_session(engine) as session:
+        selection = TargetSelection(subtasks=["dialogue_base", "itinerary_basic"])
+        create_campaign(session, name="stop", schema=schema, people_per_item=5, selection=selection)
+    people = add_people(engine, password_hash, ["a", "b", "c"], "annotator")
+    answer_all(engine, "stop", people, lambda _item, _response, _person: dict(ALIKE_VOTE))
 
 
 #: Crowd votes per scenario, (first annotator, second annotator): verdict and subtask label.

@@ -12,41 +12,10 @@ from sqlalchemy import Engine
 from studio.db import write_session
 from studio.errors import InvalidInput, PermissionDenied
 from studio.models import UserPublic
-from studio.services.answers import submit_answer
 from studio.services.auth import hash_password, login
-from studio.services.campaigns import TargetSelection, create_campaign
-from studio.services.queue import next_item
 from studio.usecases import curate
 from studio.usecases.context import RequestContext
-from studio.workflows import WorkflowSchema, load_schemas
-from tests.studio.helpers import PASSWORD, add_people
-
-VOTE = {"verdict": "keep", "subtask_label": "dialogue_base"}
-
-
-def stopped_campaign(engine: Engine, *, stopping: dict[str, str] | None) -> None:
-    """Campaign ``stop`` (crowd_vote, quota 5, ``stopping`` when given): three people vote alike on every item."""
-    schema = load_schemas()["crowd_vote"]
-    if stopping is not None:
-        schema = WorkflowSchema.model_validate({**schema.model_dump(mode="json"), "stopping": stopping})
-    with write_session(engine) as session:
-        selection = TargetSelection(subtasks=["dialogue_base", "itinerary_basic"])
-        create_campaign(session, name="stop", schema=schema, people_per_item=5, selection=selection)
-    for person in add_people(engine, hash_password("pw"), ["a", "b", "c"], "annotator"):
-        while True:
-            with write_session(engine) as session:
-                view = next_item(session, campaign="stop", user=person)
-                if view is None:
-                    break
-                submit_answer(
-                    session,
-                    campaign="stop",
-                    user=person,
-                    item_id=view.item_id,
-                    lease_id=view.lease_id,
-                    submission_id=f"{person.id}-{view.item_id}",
-                    answers=VOTE,
-                )
+from tests.studio.helpers import PASSWORD, stopping_campaign
 
 
 def token(engine: Engine, username: str) -> str:
@@ -66,7 +35,7 @@ def show(engine: Engine, session_token: str, campaign: str | None) -> list[Any]:
 
 
 def test_the_stops_tab_lists_each_stop_and_states_the_rule(corpus: Engine, users: dict[str, UserPublic]) -> None:
-    stopped_campaign(corpus, stopping={"rule": "curtail"})
+    stopping_campaign(corpus, hash_password("pw"), stopping={"rule": "curtail"})
     rule, frame = show(corpus, token(corpus, "curator"), "stop")
     assert isinstance(frame, pd.DataFrame)
     assert list(frame.columns) == ["item", "scenario", "votes_at_stop", "rule", "probability", "stopped_at"]
@@ -81,7 +50,7 @@ def test_the_stops_tab_checks_the_caller_and_says_when_nothing_stops(
 ) -> None:
     import gradio as gr
 
-    stopped_campaign(corpus, stopping=None)
+    stopping_campaign(corpus, hash_password("pw"), stopping=None)
     rule, frame = show(corpus, token(corpus, "researcher"), "stop")  # researchers may read the Curate page
     assert frame.empty and "stops no item early" in rule
     with pytest.raises(gr.Error):
