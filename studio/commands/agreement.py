@@ -16,8 +16,9 @@ import csv
 import json
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -36,15 +37,23 @@ _ALREADY = re.compile(r"on line (\d+)$")
 MAX_REPORTED_ERRORS = 20
 
 
+def votes_option(*, help_template: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """``--votes FILE`` (an existing votes file, e.g. ``h2h export votes``'), passed as ``votes_path``; ``{formats}``
+    in ``help_template`` names the registered formats. The file commands that read votes share it."""
+    return click.option(
+        "--votes",
+        "votes_path",
+        required=True,
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        cls=FormatsHelpOption,
+        help_template=help_template,
+    )
+
+
 @click.command("agreement")
-@click.option(
-    "--votes",
-    "votes_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    cls=FormatsHelpOption,
+@votes_option(
     help_template="Votes with columns item,annotator,value (empty value = no answer), e.g. h2h export votes' file: "
-    "{formats}; a question column is picked with --question.",
+    "{formats}; a question column is picked with --question."
 )
 @click.option(
     "--level",

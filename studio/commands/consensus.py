@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 import click
 
 from pipeline.csvsafe import neutralise_cell
-from studio.commands.agreement import MAX_REPORTED_ERRORS, in_file_numbering, select_question
+from studio.commands.agreement import MAX_REPORTED_ERRORS, in_file_numbering, select_question, votes_option
 from studio.commands.export_results import FormatsHelpOption, Output
 
 if TYPE_CHECKING:
@@ -184,14 +184,7 @@ def _echo_table(frame: pd.DataFrame) -> None:
 
 
 @click.command("consensus")
-@click.option(
-    "--votes",
-    "votes_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    cls=FormatsHelpOption,
-    help_template=VOTES_HELP,
-)
+@votes_option(help_template=VOTES_HELP)
 @click.option("--question", default=None, help="The question to decide, when the file has a question column.")
 @click.option(
     "--method",
@@ -240,13 +233,8 @@ def consensus_command(
 
 
 @click.command("stopping-replay")
-@click.option(
-    "--votes",
-    "votes_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    cls=FormatsHelpOption,
-    help_template=VOTES_HELP + " Replayed in answered_at order where the file has that column, else in file order.",
+@votes_option(
+    help_template=VOTES_HELP + " Replayed in answered_at order where the file has that column, else in file order."
 )
 @click.option("--question", default=None, help="The question to replay, when the file has a question column.")
 @click.option("--rule", required=True, type=click.Choice(["curtail", "predictive"]), help="The stopping rule.")
