@@ -33,6 +33,24 @@ class InvalidInput(ServiceError):
     status_code = 422
 
 
+class TooManyRequests(ServiceError):
+    """A per-person limit (e.g. live messages per minute) was reached; the API answers 429 with ``Retry-After``."""
+
+    status_code = 429
+    retry_after_seconds = 60
+
+    def __init__(self, detail: str, *, retry_after_seconds: int = 60) -> None:
+        super().__init__(detail)
+        self.retry_after_seconds = retry_after_seconds
+
+
+class CompanionUnavailable(ServiceError):
+    """A live session's companion model did not answer (down, timeout, error); the turns so far are kept and the
+    message can be retried. ``str(error)`` is the kind words a rater is shown; the technical cause is logged."""
+
+    status_code = 502
+
+
 class StoreUnavailable(ServiceError):
     """The store cannot serve the request now (down, unreachable, locked, read-only, full); nothing was written.
 

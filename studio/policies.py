@@ -180,6 +180,29 @@ class CampaignPolicy:
         return may_read
 
 
+class LivePolicy:
+    """Live companion sessions: who talks and rates, who reads a transcript."""
+
+    @staticmethod
+    def talk(campaign: CampaignLike) -> PolicyAction:
+        """Open a session, send messages, rate it: the roles the campaign's schema names, like answering."""
+        return CampaignPolicy.answer(campaign)
+
+    @staticmethod
+    def read_transcript(*, owner_id: int | None, caller_id: int) -> PolicyAction:
+        """A session's whole record (model, variant, tripwire): researchers, curators and admins. Its rater reads
+        their own session through the rater's view, which names neither model nor variant."""
+
+        def may_read(caller: Caller) -> str | None:
+            if caller.role in RESEARCHERS:
+                return None
+            if owner_id is not None and owner_id == caller_id:
+                return "session: your own conversation is shown without its model and variant (GET as its rater)"
+            return "session: only its rater, researchers, curators and admins may read a session"
+
+        return may_read
+
+
 class CurationPolicy:
     """The dataset: browsing and reading it, deciding scenarios, publishing versions, aggregating answers."""
 

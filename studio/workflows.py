@@ -29,6 +29,7 @@ from studio.rules import (
     StoppingRule,
     aggregated_questions,
 )
+from studio.workflow_live import LiveSpec
 
 __all__ = [  # the rules live in studio.rules; re-exported here for the code that reads them with the workflow
     "Aggregation",
@@ -40,7 +41,7 @@ __all__ = [  # the rules live in studio.rules; re-exported here for the code tha
     "StoppingRule",
 ]
 
-TargetKind = Literal["scenario", "response", "response_pair"]
+TargetKind = Literal["scenario", "response", "response_pair", "live_session"]
 Level = Literal["nominal", "ordinal", "interval"]
 #: Content an annotator may be shown beyond persona, history, user input and the response(s).
 RevealField = Literal["reference", "subtask", "tags", "auto_scores", "judge_score", "model", "variant"]
@@ -275,6 +276,8 @@ class WorkflowSchema(SchemaModel):
     aggregation: Aggregation
     #: Stop handing an item out once its decision is settled (``studio.rules.StoppingRule``); None: every quota.
     stopping: StoppingRule | None = None
+    #: How a ``live_session`` conversation runs (``studio.workflow_live``); required for that target, else refused.
+    live: LiveSpec | None = None
 
     @field_validator("name", "type")
     @classmethod
@@ -303,7 +306,26 @@ class WorkflowSchema(SchemaModel):
         if (self.target == "response_pair") != any(isinstance(q, Pairwise) for q in self.questions):
             raise ValueError("pairwise questions go with target response_pair, and only with it")
         self._check_crowd_models()
+        self._check_live()
         return self
+
+    def _check_live(self) -> None:
+        """A ``live:`` section goes with target ``live_session`` only; its ``turn_marks`` question offers the reply
+        numbers "1", "2", ... (at least max_turns of them) and is optional (no mark: no harmful reply)."""
+        if (self.target == "live_session") != (self.live is not None):
+            raise ValueError("live: a 'live:' section goes with target live_session, and only with it")
+        if self.live is None or self.live.turn_marks is None:
+            return
+        marks = self.questions_by_id.get(self.live.turn_marks)
+        values = [option.value for option in marks.options] if isinstance(marks, MultipleChoice) else []
+        numbered = values == [str(number) for number in range(1, len(values) + 1)]
+        if not isinstance(marks, MultipleChoice) or not numbered or len(values) < self.live.max_turns:
+            raise ValueError(
+                f"live.turn_marks: {self.live.turn_marks} must be a multiple_choice with options "
+                f'"1".."{self.live.max_turns}" (at least max_turns: one per reply)'
+            )
+        if marks.required:
+            raise ValueError(f"live.turn_marks: {self.live.turn_marks} must have required: false")
 
     def _check_crowd_models(self) -> None:
         """Stopping and reliability models need a majority rule with a nominal (single-choice) decision question."""

@@ -173,7 +173,7 @@ def test_the_pipeline_never_imports_the_studio() -> None:
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline",),
     ("studio.errors", "studio.settings", "studio.rules"),
-    ("studio.policies", "studio.workflows"),
+    ("studio.policies", "studio.workflows", "studio.workflow_live"),
     ("studio.db", "studio.models"),
     ("studio.results",),
     ("studio.services",),

@@ -44,6 +44,9 @@ class Campaign(CampaignBase, table=True):
     schema_snapshot: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
     #: Server-side secret for the per-person A/B order of pairwise items; never sent to clients.
     pair_seed: str = Field(default="", max_length=64)
+    #: A live_session campaign's companion (``studio.services.live_endpoint``): model, base_url, the NAME of the
+    #: environment variable holding the API key (never the key), token budget. None for other campaigns.
+    live_endpoint: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
 
 
 class ItemBase(SQLModel):

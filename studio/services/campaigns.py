@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import secrets
-from collections import defaultdict
 from collections.abc import Iterable
-from itertools import combinations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,6 +14,7 @@ from studio.errors import Conflict, InvalidInput, NotFound
 from studio.models import Answer, AuditLog, Campaign, CampaignPublic, Item, ResponseRow, ScenarioRow
 from studio.models.types import stored_id
 from studio.policies import ROLES
+from studio.services.live_endpoint import LiveEndpointConfig
 from studio.services.progress import (
     QuotaReport,
     campaign_progress,
@@ -26,6 +25,7 @@ from studio.services.progress import (
 )
 from studio.services.queue import get_campaign
 from studio.services.review_order import order_by_uncertainty
+from studio.services.targets import TargetSelection, target_kind
 from studio.workflows import AnswerValidationError, WorkflowSchema
 
 #: The queue's orders (``Campaign.assignment``), in words for the pages that offer the choice.
@@ -33,18 +33,6 @@ ASSIGNMENTS: dict[str, str] = {
     "fill": "fill items to their quota first (a small team gets decided items and agreement figures early)",
     "spread": "least-answered first (every item gets a first answer before any gets a second)",
 }
-
-
-class TargetSelection(BaseModel):
-    """How a campaign picks its targets on top of the schema's own ``target_filter``."""
-
-    subtasks: list[str] | None = None
-    #: Scenario languages (``tags.language``: zh, en, mixed).
-    languages: list[str] | None = None
-    high_risk_only: bool = False
-    models: list[str] | None = None
-    variants: list[str] | None = None
-    flagged_only: bool = False
 
 
 class CampaignSummary(BaseModel):
@@ -66,61 +54,10 @@ class CampaignSummary(BaseModel):
     complete: str = ""
 
 
-def _scenario_filters(query: Any, schema: WorkflowSchema, selection: TargetSelection) -> Any:
-    subtasks = selection.subtasks or schema.target_filter.subtasks
-    if subtasks:
-        query = query.where(col(ScenarioRow.subtask).in_(subtasks))
-    if selection.languages:
-        query = query.where(col(ScenarioRow.language).in_(selection.languages))
-    if selection.high_risk_only or schema.target_filter.high_risk:
-        query = query.where(col(ScenarioRow.high_risk).is_(True))
-    if schema.target_filter.has_instruction_kind:
-        query = query.where(col(ScenarioRow.instruction_kind).is_not(None))
-    return query
-
-
-def _response_query(schema: WorkflowSchema, selection: TargetSelection) -> Any:
-    query = select(
-        col(ResponseRow.id), col(ResponseRow.scenario_id), col(ResponseRow.model), col(ResponseRow.variant)
-    ).join(ScenarioRow, col(ScenarioRow.id) == col(ResponseRow.scenario_id))
-    query = _scenario_filters(query, schema, selection)
-    if selection.models:
-        query = query.where(col(ResponseRow.model).in_(selection.models))
-    if selection.variants:
-        query = query.where(col(ResponseRow.variant).in_(selection.variants))
-    if selection.flagged_only or schema.target_filter.flagged_for_adjudication:
-        query = query.where(col(ResponseRow.needs_adjudication).is_(True))
-    return query.order_by(col(ResponseRow.scenario_id), col(ResponseRow.model), col(ResponseRow.variant))
-
-
-def _pairs(rows: Iterable[Any]) -> list[tuple[str, int, int]]:
-    """Two responses to one scenario: each model's with_sap vs without_sap, and every two models per variant."""
-    by_model: dict[tuple[str, str], dict[str, int]] = defaultdict(dict)
-    by_variant: dict[tuple[str, str], list[int]] = defaultdict(list)
-    for row in rows:
-        by_model[(row.scenario_id, row.model)][row.variant] = row.id
-        by_variant[(row.scenario_id, row.variant)].append(row.id)
-    pairs = [
-        (scenario_id, variants["with_sap"], variants["without_sap"])
-        for (scenario_id, _model), variants in by_model.items()
-        if {"with_sap", "without_sap"} <= set(variants)
-    ]
-    for (scenario_id, _variant), ids in by_variant.items():
-        pairs.extend((scenario_id, first, second) for first, second in combinations(ids, 2))
-    return sorted(pairs)
-
-
 def select_targets(session: Session, schema: WorkflowSchema, selection: TargetSelection) -> list[dict[str, Any]]:
-    """The campaign's targets as item rows (scenario_id, response_id, response_b_id), in a stable order."""
-    if schema.target == "scenario":
-        query = _scenario_filters(select(col(ScenarioRow.id)), schema, selection).order_by(col(ScenarioRow.id))
-        return [
-            {"scenario_id": sid, "response_id": None, "response_b_id": None} for sid in session.execute(query).scalars()
-        ]
-    rows = session.execute(_response_query(schema, selection)).all()
-    if schema.target == "response":
-        return [{"scenario_id": row.scenario_id, "response_id": row.id, "response_b_id": None} for row in rows]
-    return [{"scenario_id": sid, "response_id": first, "response_b_id": second} for sid, first, second in _pairs(rows)]
+    """The campaign's targets as item rows (scenario_id, response_id, response_b_id), in a stable order: the schema's
+    target kind (``studio.services.targets.TARGETS``) selects them."""
+    return target_kind(schema.target).select(session, schema=schema, selection=selection)
 
 
 TargetKey = tuple[Any, ...]  # (scenario_id, response_id, response_b_id)
@@ -130,8 +67,8 @@ def _gold_rows(session: Session, schema: WorkflowSchema, gold: list[dict[str, An
     """Gold answers by target key; each entry names scenario_id (+ model, variant for responses) and answers."""
     keyed: dict[TargetKey, dict[str, Any]] = {}
     for number, entry in enumerate(gold, start=1):
-        if schema.target == "response_pair":
-            raise InvalidInput("gold: gold items are not supported for pairwise campaigns")
+        if not target_kind(schema.target).takes_gold:
+            raise InvalidInput(f"gold: gold items are not supported for {schema.target} campaigns")
         try:
             answers = schema.validate_answers(entry.get("answers", {}))
         except AnswerValidationError as error:
@@ -185,10 +122,13 @@ def create_campaign(
     gold: list[dict[str, Any]] | None = None,
     actor: str | None = None,
     assignment: str = "fill",
+    live_endpoint: LiveEndpointConfig | None = None,
 ) -> CampaignPublic:
     """Create a campaign of ``schema`` over the targets ``selection`` picks; gold entries mark (or add) items.
 
     ``assignment`` is the queue's order (:data:`ASSIGNMENTS`; ``fill``: items closest to their quota first).
+    ``live_endpoint`` names a ``live_session`` campaign's companion (required there, refused elsewhere; the caller
+    probes it first: :func:`studio.services.live_endpoint.check_companion`).
     ``Conflict`` if the name exists; ``InvalidInput`` when nothing matches or a gold entry is invalid.
     """
     selection = selection or TargetSelection()
@@ -196,6 +136,10 @@ def create_campaign(
         raise InvalidInput(f"assignment: {assignment!r} is not one of {', '.join(ASSIGNMENTS)}")
     if session.execute(select(col(Campaign.id)).where(col(Campaign.name) == name)).first() is not None:
         raise Conflict(f"name: campaign {name!r} already exists")
+    if (schema.target == "live_session") != (live_endpoint is not None):
+        raise InvalidInput(
+            "model: a live_session campaign names its companion (--model and --base-url), and only such a campaign"
+        )
     quota = people_per_item or schema.people_per_item
     if quota < schema.min_people_per_item:
         raise InvalidInput(f"people_per_item: {schema.name} needs at least {schema.min_people_per_item}")
@@ -221,6 +165,7 @@ def create_campaign(
         schema_snapshot=schema.model_dump(mode="json"),
         pair_seed=secrets.token_hex(32),
         assignment=assignment,
+        live_endpoint=live_endpoint.model_dump() if live_endpoint is not None else None,
     )
     session.add(campaign)
     session.flush()

@@ -28,7 +28,7 @@ from sqlmodel import Session, col
 from studio.db import lock_campaign
 from studio.errors import Conflict, NotFound, PermissionDenied
 from studio.models import Campaign, Skip, UserPublic, utc_now
-from studio.services.content import DISPLAY_CHARS, build_item_content, pair_is_swapped
+from studio.services.content import DISPLAY_CHARS, build_item_content
 from studio.services.queue_rows import (
     CampaignState,
     campaign_row,
@@ -43,6 +43,7 @@ from studio.services.queue_rows import (
     scenario_row,
     score_row,
 )
+from studio.services.targets import TARGETS, target_kind
 from studio.services.text import is_unicode, safe_text
 from studio.workflows import WorkflowSchema
 
@@ -136,10 +137,10 @@ def open_campaign(session: Session, name: str) -> CampaignState:
 
 def pair_order(campaign: Campaign | CampaignState, user_id: int, item: Any) -> tuple[int, int]:
     """The (A, B) response ids this person sees for a pairwise ``item`` (an ``Item`` or an item row)."""
-    first, second = item.response_id, item.response_b_id
-    if first is None or second is None:
-        raise ValueError(f"item {item.id} is not a pair")
-    return (second, first) if pair_is_swapped(campaign.pair_seed, user_id, item.id) else (first, second)
+    first, second = TARGETS["response_pair"].shown_response_ids(
+        item=item, pair_seed=campaign.pair_seed, user_id=user_id
+    )
+    return first, second
 
 
 def _response_with_score(session: Session, response_id: int) -> tuple[Any, Any]:
@@ -157,12 +158,8 @@ def item_content(
     scenario = scenario_row(session, item.scenario_id)
     if scenario is None:
         raise NotFound(f"item: scenario {item.scenario_id!r} is gone")
-    if item.response_b_id is not None:
-        response_ids: tuple[int, ...] = pair_order(campaign, user_id, item)
-    elif item.response_id is not None:
-        response_ids = (item.response_id,)
-    else:
-        response_ids = ()
+    kind = target_kind(campaign.schema.target)
+    response_ids = kind.shown_response_ids(item=item, pair_seed=campaign.pair_seed, user_id=user_id)
     responses = [_response_with_score(session, response_id) for response_id in response_ids]
     reveal = list(campaign.schema.reveal)
     return build_item_content(scenario=scenario, responses=responses, reveal=reveal, display_chars=display_chars)
