@@ -46,6 +46,7 @@ def test_there_is_one_copy_of_the_workflows_and_of_the_data() -> None:
     assert {path.name for path in (REPO_ROOT / "data").iterdir() if path.is_dir() and path.name != "__pycache__"} == {
         "curation",
         "demo",
+        "live",
         "prompts",
     }
     assert not (REPO_ROOT / "pipeline" / "resources").exists()
