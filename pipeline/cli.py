@@ -29,6 +29,7 @@ PIPELINE_COMMAND_MODULES: tuple[str, ...] = (
     "pipeline.commands.curation",
     "pipeline.commands.faireval",
     "pipeline.commands.tinymodels",
+    "pipeline.commands.standin",
 )
 
 
