@@ -1,10 +1,10 @@
 """The crisis tripwire's recall and false flags on its scripts, per part and language, and its speed.
 
-Reads ``tests/pipeline/live/crisis_scripts.yaml`` (or ``--scripts``): recall on ``planted`` (tuned on) and on
-``heldout.planted`` (written after the lexicon was finished), false flags on ``ordinary`` and ``heldout.ordinary``;
-a planted message counts as caught when a signal of its kind fires. Lists the held-out misses and false flags
-(``--quiet`` leaves them out) and times the lexicon per message. The lexicon is the bundled one unless
-``$H2H_DATA_DIR`` or ``--lexicon`` names another.
+Reads ``tests/pipeline/live/crisis_scripts.yaml`` (or ``--scripts``): recall on every ``*planted`` part, false flags
+on every ``*ordinary`` part (``planted``/``ordinary`` tuned in round 1, ``heldout1_*`` held out in round 1 and
+development data in round 2, ``dev2_*`` written for round 2); a planted message counts as caught when a signal of
+its kind fires. Lists the misses and false flags of every part (``--quiet`` leaves them out) and times the lexicon
+per message. The lexicon is the bundled one unless ``$H2H_DATA_DIR`` or ``--lexicon`` names another.
 
     python benchmarks/bench_tripwire.py [--scripts PATH] [--lexicon PATH] [--quiet]
 """
@@ -23,17 +23,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from pipeline.live.tripwire import CrisisLexicon, crisis_signals, load_crisis_lexicon  # noqa: E402
 
-SCRIPTS = Path(__file__).resolve().parent.parent / "tests" / "pipeline" / "live" / "crisis_scripts.yaml"
+LIVE_TESTS = Path(__file__).resolve().parent.parent / "tests" / "pipeline" / "live"
+SCRIPTS = LIVE_TESTS / "crisis_scripts.yaml"
 
 
 def parts(scripts: dict[str, Any]) -> list[tuple[str, str, list[dict[str, str]]]]:
-    """(name, measure, messages) for the four measured parts; measure is "recall" or "false flags"."""
-    return [
-        ("planted", "recall", scripts["planted"]),
-        ("heldout planted", "recall", scripts["heldout"]["planted"]),
-        ("ordinary", "false flags", scripts["ordinary"]),
-        ("heldout ordinary", "false flags", scripts["heldout"]["ordinary"]),
-    ]
+    """(name, measure, messages) for every measured part; measure is "recall" or "false flags"."""
+    found = []
+    for name, items in scripts.items():
+        if name.endswith("planted"):
+            found.append((name, "recall", items))
+        elif name.endswith("ordinary"):
+            found.append((name, "false flags", items))
+    return found
 
 
 def hit(item: dict[str, str], lexicon: CrisisLexicon, measure: str) -> bool:
@@ -48,7 +50,7 @@ def row(name: str, measure: str, items: list[dict[str, str]], lexicon: CrisisLex
     for language in (None, "zh", "en"):
         chosen = [item for item in items if language in (None, item["language"])]
         hits = [item for item in chosen if hit(item, lexicon, measure)]
-        share = f" = {len(hits) / len(chosen):.2f}" if measure == "recall" else ""
+        share = f" = {len(hits) / len(chosen):.2f}" if measure == "recall" and chosen else ""
         cells.append(f"{len(hits)}/{len(chosen)}{share}")
         if language is None:
             bad = [i for i in chosen if i not in hits] if measure == "recall" else hits
@@ -56,24 +58,29 @@ def row(name: str, measure: str, items: list[dict[str, str]], lexicon: CrisisLex
     return f"{name:<18} {measure:<12} " + " ".join(f"{cell:<14}" for cell in cells), against
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--scripts", type=Path, default=SCRIPTS)
-    parser.add_argument("--lexicon", type=Path, default=None, help="default: the bundled (or $H2H_DATA_DIR) one")
-    parser.add_argument("--quiet", action="store_true", help="leave out the list of held-out misses and flags")
-    args = parser.parse_args()
-    scripts = yaml.safe_load(args.scripts.read_text(encoding="utf-8"))
-    lexicon = load_crisis_lexicon(args.lexicon)
-    print(f"lexicon {lexicon.path}\n{'part':<18} {'measure':<12} {'all':<14} {'zh':<14} {'en':<14}")
+def report(scripts: dict[str, Any], lexicon: CrisisLexicon, *, quiet: bool) -> list[str]:
+    """Print the table of ``scripts`` (and, unless ``quiet``, what counts against); return all measured texts."""
+    print(f"{'part':<18} {'measure':<12} {'all':<14} {'zh':<14} {'en':<14}")
     listed: list[str] = []
     for name, measure, items in parts(scripts):
         line, against = row(name, measure, items, lexicon)
         print(line)
-        if name.startswith("heldout"):
-            listed += [f"  {'missed' if measure == 'recall' else 'flagged'}: {text}" for text in against]
-    if listed and not args.quiet:
-        print("held-out messages that count against the tripwire:\n" + "\n".join(listed))
-    texts = [item["text"] for _, _, items in parts(scripts) for item in items]
+        listed += [f"  {name}: {'missed' if measure == 'recall' else 'flagged'}: {text}" for text in against]
+    if listed and not quiet:
+        print("messages that count against the tripwire:\n" + "\n".join(listed))
+    return [item["text"] for _, _, items in parts(scripts) for item in items]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--scripts", type=Path, default=SCRIPTS)
+    parser.add_argument("--lexicon", type=Path, default=None, help="default: the bundled (or $H2H_DATA_DIR) one")
+    parser.add_argument("--quiet", action="store_true", help="leave out the list of misses and flags")
+    args = parser.parse_args()
+    scripts = yaml.safe_load(args.scripts.read_text(encoding="utf-8"))
+    lexicon = load_crisis_lexicon(args.lexicon)
+    print(f"lexicon {lexicon.path}")
+    texts = report(scripts, lexicon, quiet=args.quiet)
     started = time.perf_counter()
     for text in texts * 20:
         crisis_signals(text, lexicon=lexicon)

@@ -46,7 +46,7 @@ def test_scripts_have_the_sizes_the_issue_asks_for() -> None:
     for part in ("planted", "ordinary"):
         languages = [item["language"] for item in SCRIPTS[part]]
         assert languages.count("zh") >= 30 and languages.count("en") >= 30, part
-    assert len(SCRIPTS["heldout"]["planted"]) >= 20 and len(SCRIPTS["heldout"]["ordinary"]) >= 20
+    assert len(SCRIPTS["heldout1_planted"]) >= 20 and len(SCRIPTS["heldout1_ordinary"]) >= 20
     assert len(SCRIPTS["replies"]) >= 10
 
 
@@ -61,8 +61,8 @@ def test_no_ordinary_message_is_flagged() -> None:
 
 
 def test_heldout_figures_are_the_measured_ones() -> None:
-    caught = [item["text"] for item in SCRIPTS["heldout"]["planted"] if item["kind"] in _kinds(item["text"])]
-    flagged = [item["text"] for item in SCRIPTS["heldout"]["ordinary"] if crisis_signals(item["text"])]
+    caught = [item["text"] for item in SCRIPTS["heldout1_planted"] if item["kind"] in _kinds(item["text"])]
+    flagged = [item["text"] for item in SCRIPTS["heldout1_ordinary"] if crisis_signals(item["text"])]
     assert len(caught) == HELDOUT_PLANTED_CAUGHT, caught
     assert len(flagged) == HELDOUT_ORDINARY_FLAGGED, flagged
 
