@@ -32,6 +32,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "studio.commands.consensus",
     "studio.commands.aggregate",
     "studio.commands.curation",
+    "studio.commands.simulate_sessions",
 )
 #: The names of the commands the modules above define (the stand-ins need them without importing the modules;
 #: tests/studio/commands/test_cli_plugin.py checks the two agree).
@@ -52,6 +53,7 @@ COMMAND_NAMES: tuple[str, ...] = (
     "export-pairs",
     "publish",
     "rater-agreement",
+    "simulate-sessions",
 )
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _EXTRA_MARKER = re.compile(rf"""extra\s*==\s*["']{EXTRA}["']""")
