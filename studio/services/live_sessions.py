@@ -279,7 +279,9 @@ def rate_session(
 def _check_marks(values: dict[str, Any], *, spec: LiveSpec, replies: int) -> None:
     if spec.turn_marks is None:
         return
-    marks = values.get(spec.turn_marks) or []
+    marks = values.get(spec.turn_marks)
+    if not isinstance(marks, list):
+        return  # absent, or not a list: the schema's validation (answers.submit) says what is wrong
     beyond = [mark for mark in marks if not str(mark).isdigit() or not 1 <= int(mark) <= replies]
     if beyond:
         raise InvalidInput(f"answers.{spec.turn_marks}: {beyond} name no reply of this conversation (1-{replies})")

@@ -15,18 +15,23 @@ from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from pipeline.live.companion import CompanionEndpoint, Reply, live_messages
-from pipeline.live.tripwire import check_sap_reply, tripwire
 from sqlalchemy import func, select
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
+from pipeline.live.companion import CompanionEndpoint, Reply, live_messages
+from pipeline.live.tripwire import check_sap_reply, tripwire
 from pipeline.records import Scenario
 from studio.db import lock_item
 from studio.errors import Conflict, InvalidInput, PermissionDenied, TooManyRequests
 from studio.models import Campaign, Item, LiveSession, LiveTurn, ScenarioRow, UserPublic, utc_now
 from studio.services.curation_decisions import scenario_record
-from studio.services.live_endpoint import classifier_endpoint, companion_endpoint, endpoint_config
+from studio.services.live_endpoint import (
+    LiveEndpointConfig,
+    classifier_endpoint,
+    companion_endpoint,
+    endpoint_config,
+)
 from studio.services.live_sessions import (
     LiveTurnView,
     campaign_of,
@@ -109,6 +114,11 @@ def tokens_spent(session: Session, campaign_id: int) -> int:
     return int(prompt) + int(completion)
 
 
+def token_budget(*, config: LiveEndpointConfig, spec: LiveSpec) -> int | None:
+    """The campaign's token budget: the one it was created with, else its workflow's ``live.token_budget``."""
+    return config.token_budget if config.token_budget is not None else spec.token_budget
+
+
 def _check_budget(session: Session, *, campaign_id: int, budget: int | None) -> None:
     if budget is not None and tokens_spent(session, campaign_id) >= budget:
         raise Conflict(
@@ -151,7 +161,7 @@ def begin_turn(
         raise Conflict(f"session: the conversation has its {spec.max_turns} turns; rate it now")
     _check_text(text, spec=spec)
     _check_rate(session, user=user, spec=spec, now=now)
-    _check_budget(session, campaign_id=campaign.id, budget=config.token_budget)
+    _check_budget(session, campaign_id=campaign.id, budget=token_budget(config=config, spec=spec))
     signals = [asdict(signal) for signal in tripwire(text, classifier=classifier_endpoint(config))]
     number = replies_done(turns) + 1
     session.add(LiveTurn(session_id=live.id, campaign_id=campaign.id, number=number, role="user", text=text,
@@ -196,7 +206,7 @@ def pending_retry(session: Session, *, session_id: str, user: UserPublic | None)
     turns = session_turns(session, live.id)
     if not turns or turns[-1].role != "user":
         raise Conflict("session: every message has its reply; there is nothing to retry")
-    _check_budget(session, campaign_id=campaign.id, budget=config.token_budget)
+    _check_budget(session, campaign_id=campaign.id, budget=token_budget(config=config, spec=spec))
     crisis = bool(turns[-1].crisis)
     return _pending(session, live=live, spec=spec, endpoint=companion_endpoint(config, spec=spec), crisis=crisis)
 
