@@ -3,7 +3,8 @@
 Its routes start with ``/v1`` (OpenAPI at ``/api/v1/openapi.json``). Errors answer ``{"detail": "<field>:
 <problem>"}``: a service's refusal with its status (401, 403, 404, 409, 422), a malformed request with 422, a body
 over ``Settings.max_request_bytes`` with 413 before it is read, a store that cannot serve with 503 and ``Retry-After``
-(``studio.web.faults``).
+(``studio.web.faults``), a per-person limit with 429 and ``Retry-After``, a live session's companion that did not
+answer with 502.
 """
 
 from __future__ import annotations
@@ -14,18 +15,18 @@ from fastapi.responses import JSONResponse
 from sqlalchemy import Engine
 
 from studio.db import create_db_engine
-from studio.errors import NotAuthenticated, ServiceError
+from studio.errors import NotAuthenticated, ServiceError, TooManyRequests
 from studio.services.text import safe_text
 from studio.settings import Settings
 from studio.usecases.annotate import AnswerLimits
 from studio.web.deps import refuse_unstorable_input
 from studio.web.faults import add_store_fault_handlers
 from studio.web.middleware import BodySizeLimit
-from studio.web.routes import account, admin, annotate, curation, results
+from studio.web.routes import account, admin, annotate, curation, live, results
 from studio.web.security import LoginThrottle
 
 PREFIX = "/v1"
-ROUTERS = (account.router, annotate.router, results.router, curation.router, admin.router)
+ROUTERS = (account.router, annotate.router, live.router, results.router, curation.router, admin.router)
 
 
 def _field_path(location: tuple[object, ...]) -> str:
@@ -35,7 +36,11 @@ def _field_path(location: tuple[object, ...]) -> str:
 
 async def _service_error(_request: Request, error: Exception) -> JSONResponse:
     assert isinstance(error, ServiceError)
-    headers = {"WWW-Authenticate": "Bearer"} if isinstance(error, NotAuthenticated) else None
+    headers = None
+    if isinstance(error, NotAuthenticated):
+        headers = {"WWW-Authenticate": "Bearer"}
+    elif isinstance(error, TooManyRequests):
+        headers = {"Retry-After": str(error.retry_after_seconds)}
     return JSONResponse({"detail": safe_text(error.detail)}, status_code=error.status_code, headers=headers)
 
 

@@ -20,6 +20,8 @@ __all__ = [
     "AnswerOut",
     "DecisionIn",
     "LoginIn",
+    "MessageIn",
+    "MessageOut",
     "PublishIn",
     "ReviseIn",
     "SkipIn",
@@ -71,6 +73,20 @@ class AnswerOut(BaseModel):
             seconds_spent=answer.seconds_spent,
             revision=answer.revision,
         )
+
+
+class MessageIn(BaseModel):
+    """A rater's message in a live session. The campaign's ``max_message_chars`` is checked by the service (422
+    naming ``text``); this bound is only the largest any campaign may set."""
+
+    text: str = Field(max_length=100_000)
+
+
+class MessageOut(BaseModel):
+    """The companion's stored reply to a message and its turn number (1 for the first exchange)."""
+
+    reply: str
+    turn: int
 
 
 class DecisionIn(BaseModel):

@@ -231,6 +231,12 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
     ("PUT", "/v1/campaigns/{name}/answers/{item_id}"): "annotator",
     ("GET", "/v1/campaigns/{name}/answers/{item_id}"): "annotator",
     ("GET", "/v1/campaigns/{name}/items/{item_id}/text"): "annotator",
+    # Live sessions: the rater's own session only (403 for someone else's); GET shows staff the whole transcript.
+    ("POST", "/v1/campaigns/{name}/sessions"): "annotator",
+    ("POST", "/v1/sessions/{session_id}/messages"): "annotator",
+    ("POST", "/v1/sessions/{session_id}/retry"): "annotator",
+    ("POST", "/v1/sessions/{session_id}/rating"): "annotator",
+    ("GET", "/v1/sessions/{session_id}"): "annotator",
     **{
         ("GET", f"/v1/results/{name}"): "staff"
         for name in (
@@ -290,6 +296,8 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
         "answers": {"verdict": "keep", "subtask_label": "dialogue_base"},
     },
     ("PUT", "/v1/campaigns/{name}/answers/{item_id}"): {"answers": {"verdict": "keep"}},
+    ("POST", "/v1/sessions/{session_id}/messages"): {"text": "hello"},
+    ("POST", "/v1/sessions/{session_id}/rating"): {"submission_id": "s", "answers": {"safety": 3}},
     ("POST", "/v1/curation/scenarios/{scenario_id}/decision"): {"action": "reject", "reason": "crafted"},
     ("POST", "/v1/curation/versions"): {"name": "crafted-version"},
     ("POST", "/v1/admin/users"): {"username": "crafted", "role": "admin", "password": "crafted-password"},
@@ -303,7 +311,14 @@ FILES: dict[tuple[str, str], list[tuple[str, tuple[str, bytes]]]] = {
     ("POST", "/v1/admin/imports"): [("files", ("crafted.jsonl", b'{"id": "x"}\n'))],
 }
 QUERIES = {("GET", "/v1/me/progress"): {"campaign": "vote"}}
-PATH_VALUES = {"name": "vote", "campaign": "vote", "item_id": "1", "scenario_id": "dlg-1", "username": "annotator"}
+PATH_VALUES = {
+    "name": "vote",
+    "campaign": "vote",
+    "item_id": "1",
+    "scenario_id": "dlg-1",
+    "username": "annotator",
+    "session_id": "no-such-session",
+}
 
 
 @pytest.fixture
