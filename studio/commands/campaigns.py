@@ -12,7 +12,11 @@ from studio.commands.options import db_option, open_store
 from studio.policies import ROLES  # no ORM import: ``h2h --help`` stays fast
 
 if TYPE_CHECKING:
+    from studio.services.live_endpoint import LiveEndpointConfig
     from studio.workflows import WorkflowSchema
+
+#: The options that name a live_session campaign's companion (with exactly one --model); refused elsewhere.
+LIVE_OPTIONS = ("--base-url", "--api-key-env", "--token-budget", "--crisis-classifier")
 
 
 def read_gold(path: Path) -> list[dict[str, Any]]:
@@ -57,6 +61,69 @@ def resolve_schema(schema: str, schemas_dir: Path | None) -> WorkflowSchema:
     return schemas[schema]
 
 
+def live_endpoint_option(
+    schema: WorkflowSchema,
+    *,
+    models: tuple[str, ...],
+    live: dict[str, Any],
+    refused: dict[str, bool],
+) -> LiveEndpointConfig | None:
+    """The companion a ``live_session`` campaign talks to, from ``--model`` (exactly one) and the live options
+    (``live``: base_url, api_key_env, token_budget, classifier_url; None where not given); None for other workflows.
+
+    A usage error when the options do not fit the workflow: live options on another workflow, no ``--base-url`` or
+    not exactly one ``--model`` on a live one, or a response filter (``refused``: option name → given) that a live
+    campaign has no use for. The token budget defaults to the workflow's ``live.token_budget``.
+    """
+    from pydantic import ValidationError
+
+    from studio.services.live_endpoint import DEFAULT_API_KEY_ENV, LiveEndpointConfig
+
+    given = [name for name, value in zip(LIVE_OPTIONS, live.values(), strict=True) if value is not None]
+    if schema.target != "live_session" or schema.live is None:
+        if given:
+            raise click.UsageError(
+                f"{', '.join(given)}: only a live_session workflow (e.g. live_safety) talks to a companion; "
+                f"{schema.name} has target {schema.target}"
+            )
+        return None
+    if len(models) != 1 or live["base_url"] is None:
+        raise click.UsageError(
+            f"{schema.name} is a live_session workflow: name its companion with exactly one --model and --base-url "
+            f"(got {len(models)} --model, {'a' if live['base_url'] else 'no'} --base-url)"
+        )
+    if wrong := [name for name, set_ in refused.items() if set_]:
+        raise click.UsageError(f"{', '.join(wrong)}: a live_session campaign has no stored responses to filter")
+    fields = {
+        "model": models[0],
+        "base_url": live["base_url"],
+        "api_key_env": live["api_key_env"] or DEFAULT_API_KEY_ENV,
+        "token_budget": live["token_budget"] or schema.live.token_budget,
+        "classifier_url": live["classifier_url"],
+    }
+    try:
+        return LiveEndpointConfig(**fields)
+    except ValidationError as error:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())
+        raise click.UsageError(f"companion: {problems}") from None
+
+
+def probe_companion(config: LiveEndpointConfig, schema: WorkflowSchema) -> None:
+    """Ask the companion once before anything is stored: a click error naming the base URL and the problem (down,
+    key refused, model not served — with the models it does serve) and telling how to fix it."""
+    from studio.errors import InvalidInput
+    from studio.services.live_endpoint import check_companion
+
+    assert schema.live is not None  # a live endpoint is only made for a live_session workflow
+    try:
+        check_companion(config, spec=schema.live)
+    except InvalidInput as error:
+        raise click.ClickException(
+            f"{error.detail}\nNo campaign was created. Start the companion (a stand-in for trying it out: "
+            f"`h2h standin-companion --port 8765`), or fix --base-url/--model/--api-key-env."
+        ) from None
+
+
 @click.group("campaign")
 def campaign() -> None:
     """Annotation campaigns."""
@@ -74,7 +141,12 @@ def campaign() -> None:
 @click.option("--subtask", "subtasks", multiple=True, help="Only these subtasks (repeatable).")
 @click.option("--language", "languages", multiple=True, help="Only scenarios in these languages: zh, en, mixed.")
 @click.option("--high-risk-only", is_flag=True)
-@click.option("--model", "models", multiple=True, help="Only responses of these models (repeatable).")
+@click.option(
+    "--model",
+    "models",
+    multiple=True,
+    help="Only responses of these models (repeatable); for a live_session workflow: the companion model (once).",
+)
 @click.option("--variant", "variants", multiple=True, type=click.Choice(["with_sap", "without_sap"]))
 @click.option("--flagged-only", is_flag=True, help="Only responses flagged for adjudication.")
 @click.option("--gold", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None)
@@ -85,6 +157,32 @@ def campaign() -> None:
     default="fill",
     show_default=True,
     help="Queue order: fill items to their quota first (small teams get decided items early), or least-answered first.",
+)
+@click.option(
+    "--base-url",
+    default=None,
+    metavar="URL",
+    help="live_session only: the companion's OpenAI-compatible API root, e.g. http://127.0.0.1:8000/v1.",
+)
+@click.option(
+    "--api-key-env",
+    default=None,
+    metavar="VAR",
+    help="live_session only: the NAME of the environment variable holding the companion's API key, read by the "
+    "server at each call (default H2H_LIVE_API_KEY; unset: no key sent). The key itself is never an option.",
+)
+@click.option(
+    "--token-budget",
+    type=click.IntRange(min=1),
+    default=None,
+    help="live_session only: tokens (prompt + reply, all sessions) the campaign may spend (default: the workflow's).",
+)
+@click.option(
+    "--crisis-classifier",
+    "classifier_url",
+    default=None,
+    metavar="URL",
+    help="live_session only: an HTTP crisis classifier consulted beside the built-in lexicon.",
 )
 @db_option
 def create(
@@ -100,18 +198,33 @@ def create(
     gold: Path | None,
     schemas_dir: Path | None,
     assignment: str,
+    base_url: str | None,
+    api_key_env: str | None,
+    token_budget: int | None,
+    classifier_url: str | None,
     db_url: str | None,
 ) -> None:
-    """Create campaign NAME over the targets the schema and filters pick."""
+    """Create campaign NAME over the targets the schema and filters pick.
+
+    A live_session workflow (live_safety) names its companion: exactly one --model and --base-url; the companion is
+    asked once first, and nothing is stored when it is down or does not serve the model.
+    """
     from studio.db import write_session
-    from studio.services.campaigns import TargetSelection, create_campaign
+    from studio.services.campaigns import create_campaign
+    from studio.services.targets import TargetSelection
 
     schema = resolve_schema(schema_name, schemas_dir)
+    live = {"base_url": base_url, "api_key_env": api_key_env, "token_budget": token_budget}
+    live["classifier_url"] = classifier_url
+    refused = {"--variant": bool(variants), "--flagged-only": flagged_only}
+    endpoint = live_endpoint_option(schema, models=models, live=live, refused=refused)
+    if endpoint is not None:
+        probe_companion(endpoint, schema)
     selection = TargetSelection(
         subtasks=list(subtasks) or None,
         languages=list(languages) or None,
         high_risk_only=high_risk_only,
-        models=list(models) or None,
+        models=(list(models) or None) if endpoint is None else None,  # a live campaign's --model is its companion
         variants=list(variants) or None,
         flagged_only=flagged_only,
     )
@@ -126,11 +239,14 @@ def create(
             gold=entries,
             actor="cli",
             assignment=assignment,
+            live_endpoint=endpoint,
         )
     click.echo(
         f"created campaign {created.name} ({created.schema_name}, {created.people_per_item} per item, "
         f"queue: {created.assignment})"
     )
+    if endpoint is not None:
+        click.echo(f"companion: {endpoint.model} at {endpoint.base_url} (API key from ${endpoint.api_key_env})")
 
 
 @campaign.command("list")

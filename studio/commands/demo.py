@@ -8,7 +8,9 @@ Steps (each one reuses what an earlier run left, so running the demo twice chang
    level I–III response is flagged for adjudication);
 4. the store migrated to head and the run ingested;
 5. demo accounts (annotators, experts, a curator, a researcher, an admin) with documented passwords;
-6. one open campaign per bundled workflow (``studio/annotation_schemas/``).
+6. one open campaign per bundled workflow (``annotation_schemas/``); the live one (``demo-live_safety``) talks to
+   the stand-in companion (``pipeline.live.standin``) at ``http://127.0.0.1:8765/v1``, which ``h2h demo`` serves
+   beside the studio (:func:`start_demo_companion`: on a free port, recorded in the campaign, when 8765 is taken).
 """
 
 from __future__ import annotations
@@ -17,10 +19,18 @@ import logging
 import shutil
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pipeline.jsonl import atomic_target
 from pipeline.paths import demo_dir
 from studio.policies import MANAGERS, ROLES
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+    from sqlmodel import Session
+
+    from pipeline.live.standin import StandinCompanion
+    from studio.models import Campaign
 
 logger = logging.getLogger(__name__)
 
@@ -31,6 +41,10 @@ CAMPAIGN_PREFIX = "demo-"
 #: People per item where the demo asks fewer than the workflow: the paper's 20 crowd votes per scenario would leave a
 #: handful of people trying the demo with no decided item; 5, filled item by item, gives agreement figures early.
 DEMO_PEOPLE_PER_ITEM: dict[str, int] = {"crowd_vote": 5}
+#: Where the demo's live campaigns find the stand-in companion: 127.0.0.1, this port unless it was taken.
+DEMO_COMPANION_HOST = "127.0.0.1"
+DEMO_COMPANION_PORT = 8765
+DEMO_COMPANION_MODEL = "standin-companion"
 
 
 @dataclass(frozen=True)
@@ -53,6 +67,8 @@ class DemoSummary:
     skipped_campaigns: dict[str, str] = field(default_factory=dict)
     scored: int = 0
     flagged: int = 0
+    #: Where the demo's live campaigns expect the stand-in companion (None: no live campaign).
+    companion_url: str | None = None
 
 
 def demo_password(username: str) -> str:
@@ -128,9 +144,16 @@ def ensure_accounts(engine: object, accounts: list[DemoAccount]) -> list[DemoAcc
     return noted
 
 
+def companion_url(port: int = DEMO_COMPANION_PORT) -> str:
+    """The stand-in companion's API root on ``port`` of 127.0.0.1."""
+    return f"http://{DEMO_COMPANION_HOST}:{port}/v1"
+
+
 def ensure_campaigns(engine: object, schemas_dir: Path | None = None) -> tuple[list[str], dict[str, str]]:
     """Open one campaign per workflow (``demo-<workflow>``) unless it exists, sized for a handful of people
-    (:data:`DEMO_PEOPLE_PER_ITEM`) and filling items to their quota first (the default queue order).
+    (:data:`DEMO_PEOPLE_PER_ITEM`) and filling items to their quota first (the default queue order). A
+    ``live_session`` workflow's campaign talks to the stand-in companion on :data:`DEMO_COMPANION_PORT`; it is not
+    asked first (:func:`start_demo_companion` starts it when the demo serves).
 
     Returns the campaign names present, and the workflows skipped with the reason (no matching targets).
     """
@@ -140,6 +163,7 @@ def ensure_campaigns(engine: object, schemas_dir: Path | None = None) -> tuple[l
     from studio.errors import InvalidInput
     from studio.models import Campaign
     from studio.services.campaigns import create_campaign
+    from studio.services.live_endpoint import LiveEndpointConfig
     from studio.workflows import load_schemas
 
     present: list[str] = []
@@ -150,7 +174,17 @@ def ensure_campaigns(engine: object, schemas_dir: Path | None = None) -> tuple[l
             with write_session(engine) as session:  # type: ignore[arg-type]
                 if session.exec(select(Campaign).where(Campaign.name == campaign_name)).first() is None:
                     people = DEMO_PEOPLE_PER_ITEM.get(name)
-                    create_campaign(session, name=campaign_name, schema=schema, people_per_item=people, actor="demo")
+                    live = None
+                    if schema.target == "live_session":
+                        live = LiveEndpointConfig(model=DEMO_COMPANION_MODEL, base_url=companion_url())
+                    create_campaign(
+                        session,
+                        name=campaign_name,
+                        schema=schema,
+                        people_per_item=people,
+                        actor="demo",
+                        live_endpoint=live,
+                    )
             present.append(campaign_name)
         except InvalidInput as error:
             logger.warning("demo: no campaign for workflow %s: %s", name, error.detail)
@@ -188,6 +222,95 @@ def prepare_demo(
         ingest_run(engine, run_dir)
         accounts = ensure_accounts(engine, demo_accounts(annotators=annotators, experts=experts))
         campaigns, skipped = ensure_campaigns(engine, schemas_dir)
+        companion = recorded_companion_url(engine)
     finally:
         engine.dispose()
-    return DemoSummary(url, run_dir, accounts, campaigns, skipped, scored, flagged)
+    return DemoSummary(url, run_dir, accounts, campaigns, skipped, scored, flagged, companion)
+
+
+def _standin_campaigns(session: Session) -> list[Campaign]:
+    """The demo's live campaigns that talk to a stand-in companion on 127.0.0.1 (a campaign pointed elsewhere since
+    is left alone)."""
+    from urllib.parse import urlsplit
+
+    from sqlmodel import col, select
+
+    from studio.models import Campaign
+
+    rows = session.exec(select(Campaign).where(col(Campaign.name).startswith(CAMPAIGN_PREFIX))).all()
+    return [
+        row
+        for row in rows
+        if row.live_endpoint
+        and row.live_endpoint.get("model") == DEMO_COMPANION_MODEL
+        and urlsplit(str(row.live_endpoint.get("base_url"))).hostname == DEMO_COMPANION_HOST
+    ]
+
+
+def recorded_companion_url(engine: Engine) -> str | None:
+    """The base URL the demo's live campaigns record for the stand-in; None when there is no such campaign."""
+    from studio.db import read_session
+
+    with read_session(engine) as session:
+        for row in _standin_campaigns(session):
+            return str((row.live_endpoint or {})["base_url"])
+    return None
+
+
+def url_port(base_url: str) -> int:
+    """The port of ``base_url`` (80 or 443 when it names none)."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(base_url)
+    return parts.port or (443 if parts.scheme == "https" else 80)
+
+
+def point_demo_campaigns(engine: Engine, base_url: str) -> list[str]:
+    """Point the demo's stand-in live campaigns at ``base_url`` (audit-logged); returns the campaigns changed."""
+    from studio.db import write_session
+    from studio.models import AuditLog
+
+    changed = []
+    with write_session(engine) as session:
+        for row in _standin_campaigns(session):
+            endpoint = row.live_endpoint or {}
+            if endpoint["base_url"] != base_url:
+                # a new dict: the JSON column notices reassignment, not changes inside the old one
+                row.live_endpoint = {**endpoint, "base_url": base_url}
+                session.add(row)
+                detail = {"base_url": base_url}
+                session.add(
+                    AuditLog(
+                        actor="demo", action="campaign.companion", entity="campaign", entity_id=row.name, detail=detail
+                    )
+                )
+                changed.append(row.name)
+    return changed
+
+
+def start_demo_companion(database_url: str, *, token_delay_s: float = 0.02) -> StandinCompanion:
+    """Serve the stand-in companion for the demo's live campaigns and point them at it; the caller stops it.
+
+    It listens on the port the campaigns record (8765 the first time). When that port is taken (another program, a
+    second demo), it listens on a free port and the campaigns' base URL is changed to it, so a newcomer can talk at
+    once; a later run tries the recorded port first, so a run that finds it free changes nothing.
+    """
+    from pipeline.live.standin import StandinCompanion
+    from studio.db import create_db_engine
+
+    engine = create_db_engine(database_url)
+    try:
+        recorded = recorded_companion_url(engine)
+        port = url_port(recorded) if recorded else DEMO_COMPANION_PORT
+        companion = StandinCompanion(host=DEMO_COMPANION_HOST, port=port, token_delay_s=token_delay_s,
+                                     model=DEMO_COMPANION_MODEL)  # fmt: skip
+        try:
+            companion.start()
+        except OSError as error:
+            logger.warning("demo: port %s is taken (%s); the stand-in companion listens on a free port", port, error)
+            companion.port = 0
+            companion.start()
+        point_demo_campaigns(engine, companion.base_url)
+    finally:
+        engine.dispose()
+    return companion

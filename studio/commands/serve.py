@@ -110,7 +110,7 @@ def demo_command(
     Safe to run again: it resumes and reuses what exists. Demo passwords are the username followed by
     "-demo" (e.g. annotator01 / annotator01-demo) — for a local demo only.
     """
-    from studio.commands.demo import prepare_demo
+    from studio.commands.demo import prepare_demo, start_demo_companion, url_port
 
     summary = prepare_demo(directory, database_url=database_url, annotators=annotators)
     click.echo(f"store: {summary.database_url}")
@@ -122,8 +122,22 @@ def demo_command(
     for account in summary.accounts:
         password = f"({account.note})" if account.note else account.password
         click.echo(f"  {account.username} / {password} / {account.role}")
-    if not no_serve:
+    if no_serve:
+        if summary.companion_url:
+            click.echo(
+                f"the live campaign talks to the stand-in companion at {summary.companion_url}: `h2h demo` serves it; "
+                f"beside `h2h studio`, run `h2h standin-companion --port {url_port(summary.companion_url)}`"
+            )
+        return
+    companion = start_demo_companion(summary.database_url)
+    click.echo(
+        f"stand-in companion for the live campaign: {companion.base_url} (it stops with the studio; beside "
+        f"`h2h studio` later, run `h2h standin-companion --port {url_port(companion.base_url)}`)"
+    )
+    try:
         serve(summary.database_url, host, port)
+    finally:
+        companion.stop()
 
 
 COMMANDS: tuple[click.Command, ...] = (studio_command, demo_command)

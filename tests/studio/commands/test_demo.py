@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -10,9 +11,17 @@ from click.testing import CliRunner
 from sqlmodel import func, select
 
 from pipeline.paths import demo_dir
-from studio.commands.demo import demo_accounts, demo_password, prepare_demo
+from studio.commands.demo import (
+    companion_url,
+    demo_accounts,
+    demo_password,
+    point_demo_campaigns,
+    prepare_demo,
+    recorded_companion_url,
+    start_demo_companion,
+)
 from studio.db import create_db_engine, read_session, write_session
-from studio.models import Campaign, Item, ResponseRow, User
+from studio.models import AuditLog, Campaign, Item, LiveTurn, ResponseRow, User
 from studio.services.auth import login, user_for_token
 
 #: A slice of the bundled demo data: a high-risk dialogue, a plain dialogue and a level-I itinerary.
@@ -79,9 +88,10 @@ def test_prepare_demo_scores_flags_ingests_and_opens_a_campaign_per_workflow(pre
         "demo-adjudication",
         "demo-instruction_following",
         "demo-pairwise",
+        "demo-live_safety",
     }
     counts = table_counts(summary.database_url)
-    assert counts["User"] == 3 + 2 + 3 and counts["ResponseRow"] == 18 and counts["Campaign"] == 6
+    assert counts["User"] == 3 + 2 + 3 and counts["ResponseRow"] == 18 and counts["Campaign"] == 7
     engine = create_db_engine(summary.database_url)
     try:
         with read_session(engine) as session:
@@ -127,6 +137,9 @@ def test_demo_command_without_serving_prints_the_accounts(prepared: tuple[Path, 
     assert "admin / admin-demo / admin" in result.output
     assert "campaigns: demo-adjudication" in result.output
     assert "(18 results, 6 flagged)" in result.output
+    assert "demo-live_safety" in result.output
+    assert "the live campaign talks to the stand-in companion at http://127.0.0.1:8765/v1" in result.output
+    assert "run `h2h standin-companion --port 8765`" in result.output
 
 
 def test_a_rerun_does_not_print_demo_passwords_that_stopped_working(
@@ -153,3 +166,83 @@ def test_a_rerun_does_not_print_demo_passwords_that_stopped_working(
     assert "annotator02 / (password changed since the demo set it) / annotator" in result.output
     assert "annotator03 / (deactivated) / annotator" in result.output
     assert "annotator02-demo" not in result.output and "annotator03-demo" not in result.output
+
+
+def test_the_live_campaign_talks_to_the_stand_in_companion_without_a_key(prepared: tuple[Path, object]) -> None:
+    _folder, summary = prepared
+    engine = create_db_engine(summary.database_url)
+    try:
+        with read_session(engine) as session:
+            live = session.exec(select(Campaign).where(Campaign.name == "demo-live_safety")).one()
+            items = session.exec(select(Item.scenario_id).where(Item.campaign_id == live.id)).all()
+    finally:
+        engine.dispose()
+    assert live.target_kind == "live_session"
+    assert live.live_endpoint == {
+        "model": "standin-companion",
+        "base_url": "http://127.0.0.1:8765/v1",
+        "api_key_env": "H2H_LIVE_API_KEY",
+        "token_budget": None,
+        "classifier_url": None,
+    }
+    assert items == ["demo-dialogue_emotion-003"]  # the sample's one high-risk scenario
+    assert summary.companion_url == "http://127.0.0.1:8765/v1"
+
+
+def held_port() -> socket.socket:
+    """A listening socket on a free port of 127.0.0.1: that port is taken until it is closed."""
+    holder = socket.socket()
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    return holder
+
+
+def test_the_demo_stand_in_takes_a_free_port_when_its_own_is_taken_and_a_rater_can_talk_at_once(
+    sample_source: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The recorded port is taken (another program): the stand-in listens elsewhere and the campaign follows it, so a
+    rater's message gets the stand-in's reply through the use cases; the next start reuses the new port unchanged."""
+    from studio.usecases.context import RequestContext
+    from studio.usecases.live import send_message, start_session
+
+    folder = tmp_path_factory.mktemp("demo-live")
+    summary = prepare_demo(folder, annotators=1, experts=1, source=sample_source)
+    engine = create_db_engine(summary.database_url)
+    holder = held_port()
+    try:
+        taken = companion_url(holder.getsockname()[1])
+        assert point_demo_campaigns(engine, taken) == ["demo-live_safety"]
+        companion = start_demo_companion(summary.database_url, token_delay_s=0)
+        try:
+            assert companion.base_url != taken and recorded_companion_url(engine) == companion.base_url
+            with write_session(engine) as session:
+                token = login(session, username="annotator01", password=demo_password("annotator01"))
+                caller = user_for_token(session, token=token)
+                assert caller is not None
+                opened = start_session(session, caller=caller, campaign="demo-live_safety", lease_seconds=600)
+            assert opened is not None and opened[1]
+            view = opened[0]
+            streamed = list(
+                send_message(RequestContext(engine, token), session_id=view.session_id, text="Hi, are you there?",
+                             lease_seconds=600)
+            )  # fmt: skip
+            stored = streamed[-1]
+            deltas = "".join(part for part in streamed if isinstance(part, str))
+            assert not isinstance(stored, str) and stored.role == "assistant" and stored.text == deltas
+            assert "Hi, are you there?" in json.dumps(companion.requests[-1], ensure_ascii=False)
+            with read_session(engine) as session:
+                query = select(LiveTurn.number, LiveTurn.role).where(LiveTurn.session_id == view.session_id)
+                turns = sorted(session.exec(query).all())
+            assert turns == [(1, "assistant"), (1, "user")]  # the message and its reply share number 1
+        finally:
+            companion.stop()
+        moved = companion.base_url
+        again = start_demo_companion(summary.database_url, token_delay_s=0)
+        again.stop()
+        assert again.base_url == moved == recorded_companion_url(engine)  # its port is free again: no change
+        with read_session(engine) as session:
+            audit = session.exec(select(AuditLog.detail).where(AuditLog.action == "campaign.companion")).all()
+        assert audit == [{"base_url": taken}, {"base_url": moved}]
+    finally:
+        holder.close()
+        engine.dispose()
