@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 LiveVariant = Literal["with_sap", "without_sap"]
+_BOTH_VARIANTS: tuple[LiveVariant, ...] = ("with_sap", "without_sap")
 
 
 class LiveSpec(BaseModel):
@@ -22,7 +23,7 @@ class LiveSpec(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    variants: list[LiveVariant] = Field(default_factory=lambda: ["with_sap", "without_sap"], min_length=1)
+    variants: list[LiveVariant] = Field(default_factory=lambda: list(_BOTH_VARIANTS), min_length=1)
     #: Exchanges (a rater's message and the companion's reply) before the rater may end the conversation.
     min_turns: int = Field(default=3, ge=1, le=50)
     #: Exchanges after which the conversation ends and the rating form opens.

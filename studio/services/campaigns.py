@@ -25,7 +25,8 @@ from studio.services.progress import (
 )
 from studio.services.queue import get_campaign
 from studio.services.review_order import order_by_uncertainty
-from studio.services.targets import TargetSelection, target_kind
+from studio.services.targets import TargetSelection as TargetSelection  # re-exported: callers import it from here
+from studio.services.targets import target_kind
 from studio.workflows import AnswerValidationError, WorkflowSchema
 
 #: The queue's orders (``Campaign.assignment``), in words for the pages that offer the choice.
