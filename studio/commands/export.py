@@ -65,12 +65,13 @@ def votes(campaign: str, question: str | None, output: Path, db_url: str | None)
 
 
 def add_result_exports(group: click.Group) -> click.Group:
-    """Add the researchers' exports (leaderboard, sap, instruction, agreement, adjudicated, dataset) and the
-    curators' stops."""
+    """Add the researchers' exports (leaderboard, sap, instruction, agreement, adjudicated, dataset), the live
+    campaigns' (``sap`` on a live campaign, transcripts: ``studio.commands.export_live``) and the curators' stops."""
+    from studio.commands.export_live import LIVE_EXPORTS
     from studio.commands.export_results import RESULT_EXPORTS
     from studio.commands.export_stops import stops_export
 
-    for command in (*RESULT_EXPORTS, stops_export):
+    for command in (*RESULT_EXPORTS, stops_export, *LIVE_EXPORTS):  # the live-aware sap replaces the batch one
         group.add_command(command)
     return group
 

@@ -141,6 +141,11 @@ def _aggregate_mean(run: Run, rule: MeanRule) -> None:
     """SAP safety (Table 3), instruction following (Fig. 7) or a plain mean per group: a table, nothing written.
     Table 3 and Fig. 7 are ``studio.results.tables``' definitions, the ones the research views use."""
     complete = run.complete
+    if run.campaign.target_kind == "live_session":  # sessions are rated: the variant is the session's
+        from studio.services.live_results import live_summary_records
+
+        run.summary.table = live_summary_records(run.session, campaign=run.campaign)
+        return
     if complete.empty:
         return
     if rule.majority_of:

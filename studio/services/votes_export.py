@@ -1,6 +1,7 @@
 """``h2h export votes``: every stored answer of a campaign, one row per question, as CSV, JSONL or Parquet.
 
-Each row names what was rated: the scenario (``target_id``), and for a response item its ``model`` and ``variant``;
+Each row names what was rated: the scenario (``target_id``), and for a response item its ``model`` and ``variant``
+(for a live session's rating, the campaign's companion and the session's variant);
 for a pair, both sides as that person saw them — ``model_a``/``variant_a`` is the response shown to them as A — and,
 for a pairwise question, ``value_shown``: their choice as they made it (A, B or tie), while ``value`` keeps the
 stored answer (the chosen response's id). The export is for researchers: annotators never see it.
@@ -25,7 +26,7 @@ from sqlmodel import col
 
 from pipeline.csvsafe import neutralise_cell as csv_cell
 from studio.db import read_session
-from studio.models import Answer, Campaign, Item, ResponseRow, User
+from studio.models import Answer, Campaign, Item, LiveSession, ResponseRow, User
 from studio.results.export_formats import ColumnKind, format_for
 from studio.results.export_formats import cell_text as value_text
 from studio.services.queue import campaign_schema, get_campaign, pair_order
@@ -106,17 +107,20 @@ def vote_rows(
         found = get_campaign(session, campaign)
         pairwise = {q.id for q in campaign_schema(found).questions if isinstance(q, Pairwise)}
         query = (
-            select(Answer, Item, col(User.username), first, second)
+            select(Answer, Item, col(User.username), first, second, col(LiveSession.variant))
             .join(Item, col(Item.id) == col(Answer.item_id))
             .join(User, col(User.id) == col(Answer.user_id))
             .outerjoin(first, col(first.id) == col(Item.response_id))
             .outerjoin(second, col(second.id) == col(Item.response_b_id))
+            .outerjoin(LiveSession, col(LiveSession.answer_id) == col(Answer.id))
             .where(col(Answer.campaign_id) == found.id)
             .order_by(col(Item.position), col(User.username))
             .execution_options(yield_per=batch)
         )
-        for answer, item, username, response, response_b in session.execute(query):
+        for answer, item, username, response, response_b, live_variant in session.execute(query):
             targets = _targets(found, answer.user_id, item, response, response_b)
+            if live_variant is not None:  # a live session's rating: the campaign's companion, the session's variant
+                targets.update(model=(found.live_endpoint or {}).get("model"), variant=live_variant)
             shown = targets.pop("shown")
             for asked, value in answer.values.items():
                 if question is not None and asked != question:

@@ -17,7 +17,8 @@ from studio.errors import InvalidInput
 from studio.models import UserPublic
 from studio.policies import ResultsPolicy, authorize
 from studio.results.defaults import DEFAULT_RESAMPLES, MAX_RESAMPLES
-from studio.services import research, research_quality
+from studio.results.live_sap import DEFAULT_LIVE_RESAMPLES, LiveSapReport
+from studio.services import live_results, research, research_quality
 from studio.services.research import LeaderboardView, ScoreChoices
 from studio.services.research_quality import CalibrationView, CampaignAgreement
 
@@ -66,6 +67,32 @@ def safety_table(
     """Paper Table 3 (SAP safety) over the sap_safety campaigns (or one), BLEU-4 / ROUGE-L / SS of one signature."""
     authorize(caller, ResultsPolicy.read())
     return research.sap_table(session, campaign=campaign or None, by_model=by_model, signature=signature or None)
+
+
+def live_safety_table(
+    session: Session,
+    *,
+    caller: UserPublic,
+    campaign: str | None,
+    signature: str | None = None,
+    batch_model: str | None = None,
+    resamples: int = DEFAULT_LIVE_RESAMPLES,
+    seed: int = 0,
+) -> LiveSapReport:
+    """The SAP table of one live campaign from its sessions (people's, and simulated users' apart), beside the batch
+    BLEU-4 / ROUGE-L / SS of one signature, with agreement on the perception rating; resamples clamped to 0-10,000."""
+    authorize(caller, ResultsPolicy.read())
+    if not campaign:
+        raise InvalidInput("campaign: choose a live campaign")
+    resamples = max(0, min(int(resamples), MAX_RESAMPLES))
+    return live_results.live_sap_report(
+        session,
+        campaign=campaign,
+        signature=signature or None,
+        batch_model=batch_model or None,
+        resamples=resamples,
+        seed=int(seed),
+    )
 
 
 def instruction_table(

@@ -57,6 +57,42 @@ def sap(
     return frame_records(table)
 
 
+@router.get("/campaigns/{name}/sap")
+def live_sap(
+    name: str,
+    caller: CallerDep,
+    signature: str | None = None,
+    batch_model: str | None = None,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """A live campaign's SAP table from its sessions (paper Table 3's layout): ``rows`` per variant from people's
+    rated sessions, ``simulated_rows`` from simulated users' (never mixed), each with its rule in words; agreement on
+    the perception rating; BLEU-4 / ROUGE-L / SS of the batch scores of the same scenarios (null where none)."""
+    with caller.reading() as (session, user):
+        report = research.live_safety_table(
+            session,
+            caller=user,
+            campaign=name,
+            signature=signature,
+            batch_model=batch_model,
+            resamples=resamples,
+            seed=seed,
+        )
+    return {
+        "campaign": report.campaign,
+        "model": report.model,
+        "rows": frame_records(report.human),
+        "rule": report.rule,
+        "simulated_rows": frame_records(report.simulated),
+        "simulated_rule": report.simulated_rule,
+        "agreement": report.agreement.to_dict() if report.agreement is not None else None,
+        "agreement_note": report.agreement_note,
+        "resamples": report.resamples,
+        "seed": report.seed,
+    }
+
+
 @router.get("/instruction")
 def instruction(caller: CallerDep, campaign: str | None = None, variant: str | None = None) -> list[dict[str, Any]]:
     """Paper Fig. 7 as a table (one variant's responses, or all)."""
