@@ -15,8 +15,14 @@ if TYPE_CHECKING:
     from studio.services.live_endpoint import LiveEndpointConfig
     from studio.workflows import WorkflowSchema
 
-#: The options that name a live_session campaign's companion (with exactly one --model); refused elsewhere.
-LIVE_OPTIONS = ("--base-url", "--api-key-env", "--token-budget", "--crisis-classifier")
+#: The options that name a live_session campaign's companion (with exactly one --model), by the key they fill;
+#: refused on other workflows.
+LIVE_OPTIONS = {
+    "--base-url": "base_url",
+    "--api-key-env": "api_key_env",
+    "--token-budget": "token_budget",
+    "--crisis-classifier": "classifier_url",
+}
 
 
 def read_gold(path: Path) -> list[dict[str, Any]]:
@@ -73,13 +79,13 @@ def live_endpoint_option(
 
     A usage error when the options do not fit the workflow: live options on another workflow, no ``--base-url`` or
     not exactly one ``--model`` on a live one, or a response filter (``refused``: option name → given) that a live
-    campaign has no use for. The token budget defaults to the workflow's ``live.token_budget``.
+    campaign has no use for. No ``--token-budget``: the workflow's ``live.token_budget`` applies at each turn.
     """
     from pydantic import ValidationError
 
     from studio.services.live_endpoint import DEFAULT_API_KEY_ENV, LiveEndpointConfig
 
-    given = [name for name, value in zip(LIVE_OPTIONS, live.values(), strict=True) if value is not None]
+    given = [option for option, key in LIVE_OPTIONS.items() if live.get(key) is not None]
     if schema.target != "live_session" or schema.live is None:
         if given:
             raise click.UsageError(
@@ -94,13 +100,8 @@ def live_endpoint_option(
         )
     if wrong := [name for name, set_ in refused.items() if set_]:
         raise click.UsageError(f"{', '.join(wrong)}: a live_session campaign has no stored responses to filter")
-    fields = {
-        "model": models[0],
-        "base_url": live["base_url"],
-        "api_key_env": live["api_key_env"] or DEFAULT_API_KEY_ENV,
-        "token_budget": live["token_budget"] or schema.live.token_budget,
-        "classifier_url": live["classifier_url"],
-    }
+    # no --token-budget stores None: the workflow's live.token_budget applies at each turn
+    fields = {**live, "model": models[0], "api_key_env": live.get("api_key_env") or DEFAULT_API_KEY_ENV}
     try:
         return LiveEndpointConfig(**fields)
     except ValidationError as error:
@@ -214,8 +215,12 @@ def create(
     from studio.services.targets import TargetSelection
 
     schema = resolve_schema(schema_name, schemas_dir)
-    live = {"base_url": base_url, "api_key_env": api_key_env, "token_budget": token_budget}
-    live["classifier_url"] = classifier_url
+    live = {
+        "base_url": base_url,
+        "api_key_env": api_key_env,
+        "token_budget": token_budget,
+        "classifier_url": classifier_url,
+    }
     refused = {"--variant": bool(variants), "--flagged-only": flagged_only}
     endpoint = live_endpoint_option(schema, models=models, live=live, refused=refused)
     if endpoint is not None:

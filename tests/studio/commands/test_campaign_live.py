@@ -92,7 +92,7 @@ def test_the_key_variable_defaults_to_h2h_live_api_key(
     [campaign] = campaigns(scenarios)
     endpoint = campaign.live_endpoint or {}
     assert endpoint["api_key_env"] == "H2H_LIVE_API_KEY" and endpoint["base_url"] == standin.base_url
-    assert endpoint["token_budget"] is None  # the workflow sets none
+    assert endpoint["token_budget"] is None  # not given: the workflow's live.token_budget applies (none here)
     assert standin.authorizations == [None]  # unset variable: no key sent
 
 
