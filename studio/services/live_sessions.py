@@ -136,6 +136,8 @@ def open_session(
     handout = take_lease(session, campaign=campaign, user=user, lease_seconds=lease_seconds, now=now)
     if handout is None:
         return None
+    # take_lease holds the campaign's queue lock until this transaction ends (SQLite: the write lock), so two raters
+    # opening sessions at once draw one after the other and each counts the other's variant.
     variant = balanced_variant(session, item_id=handout.item_id, variants=list(spec.variants), simulated=False)
     live = LiveSession(
         id=secrets.token_urlsafe(16),

@@ -20,7 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col
 
 from pipeline.live.companion import CompanionEndpoint, Reply, live_messages
-from pipeline.live.tripwire import check_sap_reply, tripwire
+from pipeline.live.tripwire import ClassifierEndpoint, check_sap_reply, tripwire
 from pipeline.records import Scenario
 from studio.db import lock_item
 from studio.errors import Conflict, InvalidInput, PermissionDenied, TooManyRequests
@@ -144,11 +144,13 @@ def begin_turn(
     text: str,
     lease_seconds: int = DEFAULT_LEASE_SECONDS,
     now: datetime | None = None,
+    signals: list[dict[str, Any]] | None = None,
 ) -> PendingReply:
     """Store the user's next message (the caller's, or a simulated user's when ``user`` is None) and return what the
     companion call needs. ``Conflict`` when a reply is pending (retry it first), the turn limit is reached, the
     session has ended or the budget is spent; ``InvalidInput`` for an empty or over-long text; ``TooManyRequests``
-    past the per-minute limit."""
+    past the per-minute limit. ``signals``: the tripwire's signals computed beforehand, off the transaction
+    (:func:`checked_message`, :func:`message_signals`); None runs the tripwire here."""
     now = now or utc_now()
     live = _session_for_turn(session, session_id=session_id, user=user)
     campaign = campaign_of(session, live)
@@ -162,7 +164,8 @@ def begin_turn(
     _check_text(text, spec=spec)
     _check_rate(session, user=user, spec=spec, now=now)
     _check_budget(session, campaign_id=campaign.id, budget=token_budget(config=config, spec=spec))
-    signals = [asdict(signal) for signal in tripwire(text, classifier=classifier_endpoint(config))]
+    if signals is None:
+        signals = message_signals(text, classifier=classifier_endpoint(config))
     number = replies_done(turns) + 1
     session.add(LiveTurn(session_id=live.id, campaign_id=campaign.id, number=number, role="user", text=text,
                          created_at=now, crisis=signals))  # fmt: skip
@@ -173,6 +176,26 @@ def begin_turn(
     renew_lease(session, lease_id=live.lease_id, now=now, seconds=lease_seconds)
     session.flush()
     return _pending(session, live=live, spec=spec, endpoint=companion_endpoint(config, spec=spec), crisis=bool(signals))
+
+
+def message_signals(text: str, *, classifier: ClassifierEndpoint | None) -> list[dict[str, Any]]:
+    """The crisis tripwire's signals on a user's message, as stored in ``LiveTurn.crisis`` (the lexicon's, then the
+    classifier's; a failing classifier leaves the lexicon's)."""
+    return [asdict(signal) for signal in tripwire(text, classifier=classifier)]
+
+
+def checked_message(
+    session: Session, *, session_id: str, user: UserPublic | None, text: str
+) -> ClassifierEndpoint | None:
+    """Check ``text`` against the session's limits before anything is stored (``InvalidInput`` as
+    :func:`begin_turn`) and return the campaign's crisis classifier, if any. The classifier is an HTTP call (up to
+    its timeout), so the caller asks it with no transaction open and passes the signals to :func:`begin_turn`."""
+    live = get_session(session, session_id)
+    owner = None if user is None else user.id
+    if live.user_id != owner:
+        raise PermissionDenied("session_id: this session belongs to someone else")
+    _check_text(text, spec=live_spec(campaign_of(session, live)))
+    return classifier_endpoint(endpoint_config(_stored_endpoint(session, live)))
 
 
 def _stored_endpoint(session: Session, live: LiveSession) -> dict[str, Any] | None:

@@ -13,10 +13,10 @@ import logging
 from collections.abc import Iterator
 from typing import Any
 
-from pipeline.live.companion import CompanionError, stream_reply
 from pydantic import BaseModel
 from sqlmodel import Session
 
+from pipeline.live.companion import CompanionError, stream_reply
 from studio.errors import CompanionUnavailable
 from studio.models import UserPublic
 from studio.policies import LivePolicy, authorize
@@ -108,10 +108,14 @@ def send_message(
     context: RequestContext, *, session_id: str, text: str, lease_seconds: int
 ) -> Iterator[str | LiveTurnView]:
     """Store the caller's message, then yield the reply's text as it arrives and finally its stored turn."""
-    with context.writing() as (session, caller):
+    with context.reading() as (session, caller):
         _own(session, caller=caller, session_id=session_id)
+        classifier = live_turns.checked_message(session, session_id=session_id, user=caller, text=text)
+    # The crisis classifier is an HTTP call: asked here, off the write transaction (SQLite's one write lock).
+    signals = live_turns.message_signals(text, classifier=classifier) if classifier is not None else None
+    with context.writing() as (session, caller):
         pending = live_turns.begin_turn(
-            session, session_id=session_id, user=caller, text=text, lease_seconds=lease_seconds
+            session, session_id=session_id, user=caller, text=text, lease_seconds=lease_seconds, signals=signals
         )
     yield from _streamed(context, pending)
 

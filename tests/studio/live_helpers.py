@@ -61,6 +61,7 @@ def live_campaign(
     selection: TargetSelection | None = None,
     api_key_env: str = DEFAULT_API_KEY_ENV,
     workflow_token_budget: int | None = None,
+    classifier_url: str | None = None,
     **live: Any,
 ) -> list[UserPublic]:
     """Demo scenarios, ``raters`` annotators (``rater-1``...) and a live campaign ``name`` on ``base_url``; returns
@@ -70,7 +71,13 @@ def live_campaign(
         live["token_budget"] = workflow_token_budget
     ingest_demo_scenarios(engine)
     people = add_people(engine, password_hash, [f"rater-{n}" for n in range(1, raters + 1)], "annotator")
-    config = LiveEndpointConfig(model=model, base_url=base_url, token_budget=token_budget, api_key_env=api_key_env)
+    config = LiveEndpointConfig(
+        model=model,
+        base_url=base_url,
+        token_budget=token_budget,
+        api_key_env=api_key_env,
+        classifier_url=classifier_url,
+    )
     with write_session(engine) as session:
         create_campaign(
             session,

@@ -5,7 +5,9 @@ The companion is a real OpenAI-compatible server (the stand-in) on 127.0.0.1."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -189,3 +191,32 @@ def test_the_api_key_is_read_from_the_environment_and_never_stored_or_shown(
         row_text = json.dumps(stored.model_dump(mode="json"))
     assert "H2H_TEST_COMPANION_KEY" in row_text and key not in row_text
     assert key not in record and key not in view(context_of(engine, rater), opened.session_id).model_dump_json()
+
+
+def test_variants_stay_balanced_when_raters_open_at_once(
+    engine: Engine, password_hash: str, standin: StandinCompanion
+) -> None:
+    raters = live_campaign(
+        engine,
+        password_hash,
+        base_url=standin.base_url,
+        model=SECRET_MODEL,
+        raters=4,
+        people_per_item=4,
+        selection=ONE_SCENARIO,
+    )
+    barrier = threading.Barrier(len(raters))
+
+    def open_one(rater: UserPublic) -> int:
+        context = context_of(engine, rater)
+        barrier.wait()
+        with context.writing() as (session, caller):
+            opened = live.start_session(session, caller=caller, campaign="live", lease_seconds=600)
+        assert opened is not None
+        return opened[0].item_id
+
+    with ThreadPoolExecutor(max_workers=len(raters)) as pool:
+        assert len(set(pool.map(open_one, raters))) == 1
+    with read_session(engine) as session:
+        variants = sorted(session.execute(select(col(LiveSession.variant))).scalars())
+    assert variants == ["with_sap", "with_sap", "without_sap", "without_sap"]

@@ -3,7 +3,11 @@ variant, and the prompt the companion receives (the batch prompt of ``h2h genera
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import pytest
 from sqlalchemy import Engine, select
@@ -14,7 +18,7 @@ from pipeline.live.standin import StandinCompanion
 from pipeline.paths import data_dir
 from pipeline.prompts import build_messages
 from pipeline.records import Variant
-from studio.db import read_session
+from studio.db import lock_item, read_session, write_session
 from studio.models import Item, LiveSession, LiveTurn
 from tests.studio.live_helpers import (
     CRISIS_TEXT,
@@ -91,3 +95,48 @@ def test_the_first_turn_is_the_batch_prompt_and_later_turns_append(
     say(context, opened.session_id, ORDINARY_TEXT)
     following = [*batch, {"role": "assistant", "content": first.text}, {"role": "user", "content": ORDINARY_TEXT}]
     assert standin.requests[-1]["messages"] == following
+
+
+class _Classifier(BaseHTTPRequestHandler):
+    """A crisis classifier that says "crisis" to everything, after taking the store's write lock and the item's lock
+    (so it answers within its timeout only when no write transaction of the message is open meanwhile)."""
+
+    engine: Engine
+    item_id: int
+    seen: list[str]
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's method name
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        with write_session(self.engine) as session:
+            lock_item(session, self.item_id)
+        self.seen.append(body["text"])
+        data = json.dumps({"crisis": True, "kind": "self_harm", "score": 0.9}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the stdlib's parameter name
+        return
+
+
+def test_the_crisis_classifier_is_asked_outside_the_write_transaction(
+    engine: Engine, password_hash: str, standin: StandinCompanion
+) -> None:
+    handler = type("Classifier", (_Classifier,), {"engine": engine, "item_id": 0, "seen": []})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()
+    try:
+        url = f"http://127.0.0.1:{server.server_address[1]}/classify"
+        (rater, _other) = live_campaign(engine, password_hash, base_url=standin.base_url, classifier_url=url)
+        context, opened = context_of(engine, rater), start(engine, rater)
+        handler.item_id = opened.item_id
+        say(context, opened.session_id, ORDINARY_TEXT)  # the lexicon sees nothing here; the classifier does
+    finally:
+        server.shutdown()
+        server.server_close()
+    live, (user, reply) = _stored(engine, opened.session_id)
+    assert handler.seen == [ORDINARY_TEXT]
+    assert [signal["source"] for signal in user.crisis] == ["classifier"] and live.needs_review
+    assert reply.sap_check is not None
