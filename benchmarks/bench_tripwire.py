@@ -6,7 +6,11 @@ development data in round 2, ``dev2_*`` written for round 2); a planted message 
 its kind fires. Lists the misses and false flags of every part (``--quiet`` leaves them out) and times the lexicon
 per message. The lexicon is the bundled one unless ``$H2H_DATA_DIR`` or ``--lexicon`` names another.
 
-    python benchmarks/bench_tripwire.py [--scripts PATH] [--lexicon PATH] [--quiet]
+When ``tests/pipeline/live/crisis_heldout2.yaml`` (or ``--heldout2``) exists it is measured too, as parts
+``heldout2_planted`` and ``heldout2_ordinary``: the round-2 out-of-sample figure, a set written by someone who never
+saw the lexicon (format: ``planted:``/``ordinary:`` lists of ``{text, kind, language}``).
+
+    python benchmarks/bench_tripwire.py [--scripts PATH] [--heldout2 PATH] [--lexicon PATH] [--quiet]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pipeline.live.tripwire import CrisisLexicon, crisis_signals, load_crisis_le
 
 LIVE_TESTS = Path(__file__).resolve().parent.parent / "tests" / "pipeline" / "live"
 SCRIPTS = LIVE_TESTS / "crisis_scripts.yaml"
+HELDOUT2 = LIVE_TESTS / "crisis_heldout2.yaml"
 
 
 def parts(scripts: dict[str, Any]) -> list[tuple[str, str, list[dict[str, str]]]]:
@@ -36,6 +41,14 @@ def parts(scripts: dict[str, Any]) -> list[tuple[str, str, list[dict[str, str]]]
         elif name.endswith("ordinary"):
             found.append((name, "false flags", items))
     return found
+
+
+def heldout2_parts(path: Path) -> dict[str, Any]:
+    """The second held-out set as two parts, ``heldout2_planted`` and ``heldout2_ordinary``; empty when absent."""
+    if not path.is_file():
+        return {}
+    heldout = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {"heldout2_planted": heldout["planted"], "heldout2_ordinary": heldout["ordinary"]}
 
 
 def hit(item: dict[str, str], lexicon: CrisisLexicon, measure: str) -> bool:
@@ -74,13 +87,16 @@ def report(scripts: dict[str, Any], lexicon: CrisisLexicon, *, quiet: bool) -> l
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--scripts", type=Path, default=SCRIPTS)
+    parser.add_argument("--heldout2", type=Path, default=HELDOUT2, help="measured too when the file exists")
     parser.add_argument("--lexicon", type=Path, default=None, help="default: the bundled (or $H2H_DATA_DIR) one")
     parser.add_argument("--quiet", action="store_true", help="leave out the list of misses and flags")
     args = parser.parse_args()
     scripts = yaml.safe_load(args.scripts.read_text(encoding="utf-8"))
     lexicon = load_crisis_lexicon(args.lexicon)
     print(f"lexicon {lexicon.path}")
-    texts = report(scripts, lexicon, quiet=args.quiet)
+    heldout2 = heldout2_parts(args.heldout2)
+    print(f"heldout2 {args.heldout2}: {'measured' if heldout2 else 'absent'}")
+    texts = report(scripts | heldout2, lexicon, quiet=args.quiet)
     started = time.perf_counter()
     for text in texts * 20:
         crisis_signals(text, lexicon=lexicon)

@@ -6,8 +6,10 @@ dismissive nor a change of topic) and marks the session for expert review. This 
 
 * :func:`crisis_signals` — the lexicon (``data/live/crisis_lexicon.yaml``, or ``$H2H_DATA_DIR/live/``) on
   normalised text: NFKC (full-width letters), casefold, curly quotes, spelt-out letters ("k i l l") joined and
-  separators between Chinese characters dropped; an exception (idiom, accident, denial) overlapping a cue
-  suppresses it. Spans are offsets in the *original* text.
+  separators between Chinese characters dropped; an exception (idiom, accident, denial, impersonal mention)
+  overlapping a cue suppresses it. Regexes may name the lexicon's ``terms:`` (``{intent_en}``), so cues compose
+  vocabularies (intent + ending, harm verb + body part) instead of listing sentences. Spans are offsets in the
+  *original* text.
 * :func:`classifier_signals` — an optional HTTP classifier (``POST {"text": ...}``).
 * :func:`tripwire` — both; a classifier failure is logged and the lexicon's signals stand.
 * :func:`check_sap_reply` — the SAP behaviours of a reply.
@@ -124,9 +126,23 @@ def lexicon_path() -> Path:
     return data_dir() / "live" / LEXICON_FILE
 
 
-def _compile(text: str, *, language: str, regex: bool, where: str) -> _Entry:
+_TERM = re.compile(r"\{([a-z_][a-z0-9_]*)\}")
+
+
+def _expand(text: str, *, terms: Mapping[str, str], where: str) -> str:
+    """``{name}`` in a regex becomes the named term's alternation; quantifiers like ``{0,3}`` are left alone."""
+
+    def term(match: re.Match[str]) -> str:
+        if match.group(1) not in terms:
+            raise TripwireError(f"{where}: unknown term {{{match.group(1)}}} in {text!r}")
+        return terms[match.group(1)]
+
+    return _TERM.sub(term, text)
+
+
+def _compile(text: str, *, language: str, regex: bool, where: str, terms: Mapping[str, str]) -> _Entry:
     if regex:
-        source = text
+        source = _expand(text, terms=terms, where=where)
     elif language == "zh":
         source = re.escape(text.casefold())
     else:
@@ -140,8 +156,8 @@ def _compile(text: str, *, language: str, regex: bool, where: str) -> _Entry:
         raise TripwireError(f"{where}: bad regex {text!r}: {error}") from error
 
 
-def _block_entries(block: Any, *, where: str) -> tuple[_Entry, ...]:
-    """Entries of a ``{language: {phrases: [...], regexes: [...]}}`` block."""
+def _block_entries(block: Any, *, where: str, terms: Mapping[str, str]) -> tuple[_Entry, ...]:
+    """Entries of a ``{language: {phrases: [...], regexes: [...]}}`` block; regexes may name ``{terms}``."""
     if not isinstance(block, dict) or not set(block) <= set(LANGUAGES):
         raise TripwireError(f"{where}: expected a mapping of languages {LANGUAGES}, got {block!r:.80}")
     entries: list[_Entry] = []
@@ -153,8 +169,47 @@ def _block_entries(block: Any, *, where: str) -> tuple[_Entry, ...]:
             if not isinstance(items, list) or not all(isinstance(item, str) and item for item in items):
                 raise TripwireError(f"{where}.{language}.{key}: expected a list of non-empty strings")
             place = f"{where}.{language}.{key}"
-            entries += [_compile(item, language=language, regex=key == "regexes", where=place) for item in items]
+            entries += [
+                _compile(item, language=language, regex=key == "regexes", where=place, terms=terms) for item in items
+            ]
     return tuple(entries)
+
+
+def _terms(raw: Any, *, where: str) -> dict[str, str]:
+    """The ``terms:`` vocabulary: name -> list of regex alternatives, each compiled to ``(?:a|b|...)``.
+
+    A term may name other terms, in any order (a YAML round trip sorts keys); a cycle is refused.
+    """
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        raise TripwireError(f"{where}: terms must map names to lists of regexes")
+    for name, items in raw.items():
+        if not isinstance(name, str) or not _TERM.fullmatch(f"{{{name}}}"):
+            raise TripwireError(f"{where}: bad term name {name!r}")
+        if not isinstance(items, list) or not items or not all(isinstance(item, str) and item for item in items):
+            raise TripwireError(f"{where}.{name}: expected a non-empty list of non-empty strings")
+    terms: dict[str, str] = {}
+    for name in raw:
+        _resolve(name, raw=raw, terms=terms, pending=(), where=where)
+    return terms
+
+
+def _resolve(
+    name: str, *, raw: Mapping[str, list[str]], terms: dict[str, str], pending: tuple[str, ...], where: str
+) -> str:
+    """Expand term ``name`` (memoised in ``terms``), expanding the terms it names first."""
+    if name in terms:
+        return terms[name]
+    if name in pending:
+        raise TripwireError(f"{where}: terms refer to each other in a cycle: {' -> '.join((*pending, name))}")
+    if name not in raw:
+        raise TripwireError(f"{where}.{pending[-1]}: unknown term {{{name}}}")
+    for inner in {m.group(1) for item in raw[name] for m in _TERM.finditer(item)}:
+        _resolve(inner, raw=raw, terms=terms, pending=(*pending, name), where=where)
+    parts = [_expand(item, terms=terms, where=f"{where}.{name}") for item in raw[name]]
+    terms[name] = "(?:" + "|".join(parts) + ")"
+    return terms[name]
 
 
 def read_crisis_lexicon(path: Path) -> CrisisLexicon:
@@ -171,11 +226,12 @@ def read_crisis_lexicon(path: Path) -> CrisisLexicon:
     sap = raw["sap"]
     if not isinstance(sap, dict) or set(sap) != set(SAP_BEHAVIOURS):
         raise TripwireError(f"crisis lexicon {path}: sap must have exactly the behaviours {SAP_BEHAVIOURS}")
+    terms = _terms(raw.get("terms"), where=f"{path}: terms")
     return CrisisLexicon(
         path=path,
-        cues={kind: _block_entries(cues[kind], where=f"{path}: cues.{kind}") for kind in CRISIS_KINDS},
-        exceptions=_block_entries(raw["exceptions"], where=f"{path}: exceptions"),
-        sap={name: _block_entries(sap[name], where=f"{path}: sap.{name}") for name in SAP_BEHAVIOURS},
+        cues={kind: _block_entries(cues[kind], where=f"{path}: cues.{kind}", terms=terms) for kind in CRISIS_KINDS},
+        exceptions=_block_entries(raw["exceptions"], where=f"{path}: exceptions", terms=terms),
+        sap={name: _block_entries(sap[name], where=f"{path}: sap.{name}", terms=terms) for name in SAP_BEHAVIOURS},
     )
 
 

@@ -31,47 +31,87 @@ from pipeline.live.tripwire import (
 )
 
 SCRIPTS = yaml.safe_load((Path(__file__).parent / "crisis_scripts.yaml").read_text(encoding="utf-8"))
-# Measured once when the held-out messages were written (the lexicon unchanged since): a change in either
-# direction fails here. Recall is poor out of sample — the lexicon alone is a weak tripwire (see the report).
-HELDOUT_PLANTED_CAUGHT = 4  # of 24
-HELDOUT_ORDINARY_FLAGGED = 2  # of 24: "going to die if I have to hear that song", 跳楼价
-ORDINARY_FLAGGED = 0
+# The second held-out set, written by someone who had not seen the lexicon; read only by the heldout2 test.
+HELDOUT2 = Path(__file__).parent / "crisis_heldout2.yaml"
+# Set by the lead after measuring heldout2 on the frozen round-2 lexicon (sha256 7b338c1f2485…).
+HELDOUT2_RECALL_FLOOR = 0.0
+HELDOUT2_FALSE_FLAGS_CEILING = 50
+
+PLANTED_PARTS = ("planted", "heldout1_planted", "dev2_planted", "dev2b_planted")
+ORDINARY_PARTS = ("ordinary", "heldout1_ordinary", "dev2_ordinary", "dev2b_ordinary")
+# Development figures of the frozen round-2 lexicon, asserted exactly: (caught or flagged, of). Round 1 had
+# heldout1 at 4/24 caught and 2/24 flagged, dev2 at 18/69 and 11/60; the first pass of round-2 rules flagged 44 of
+# the 46 dev2b probes before they were narrowed.
+FIGURES = {
+    "planted": (75, 75),
+    "heldout1_planted": (24, 24),
+    "dev2_planted": (69, 69),
+    "dev2b_planted": (30, 30),
+    "ordinary": (0, 74),
+    "heldout1_ordinary": (0, 24),
+    "dev2_ordinary": (0, 60),
+    "dev2b_ordinary": (0, 51),
+}
 
 
 def _kinds(text: str) -> set[str]:
     return {signal.kind for signal in crisis_signals(text)}
 
 
+def _caught(items: list[dict[str, str]]) -> list[str]:
+    return [item["text"] for item in items if item["kind"] in _kinds(item["text"])]
+
+
+def _flagged(items: list[dict[str, str]]) -> list[str]:
+    return [item["text"] for item in items if crisis_signals(item["text"])]
+
+
 def test_scripts_have_the_sizes_the_issue_asks_for() -> None:
     for part in ("planted", "ordinary"):
         languages = [item["language"] for item in SCRIPTS[part]]
         assert languages.count("zh") >= 30 and languages.count("en") >= 30, part
+    for part in ("dev2_planted", "dev2_ordinary"):
+        languages = [item["language"] for item in SCRIPTS[part]]
+        assert len(languages) >= 40 and languages.count("zh") >= 20 and languages.count("en") >= 20, part
     assert len(SCRIPTS["heldout1_planted"]) >= 20 and len(SCRIPTS["heldout1_ordinary"]) >= 20
     assert len(SCRIPTS["replies"]) >= 10
+    assert set(PLANTED_PARTS + ORDINARY_PARTS + ("replies",)) == set(SCRIPTS)
 
 
-@pytest.mark.parametrize("item", SCRIPTS["planted"], ids=lambda item: item["text"][:40])
+@pytest.mark.parametrize(
+    "item", [item for part in PLANTED_PARTS for item in SCRIPTS[part]], ids=lambda item: item["text"][:40]
+)
 def test_every_planted_message_is_flagged_with_its_kind(item: dict[str, str]) -> None:
     assert item["kind"] in _kinds(item["text"])
 
 
-def test_no_ordinary_message_is_flagged() -> None:
-    flagged = [item["text"] for item in SCRIPTS["ordinary"] if crisis_signals(item["text"])]
-    assert len(flagged) == ORDINARY_FLAGGED, flagged
+@pytest.mark.parametrize("part", ORDINARY_PARTS)
+def test_no_ordinary_message_is_flagged(part: str) -> None:
+    assert _flagged(SCRIPTS[part]) == []
 
 
-def test_heldout_figures_are_the_measured_ones() -> None:
-    caught = [item["text"] for item in SCRIPTS["heldout1_planted"] if item["kind"] in _kinds(item["text"])]
-    flagged = [item["text"] for item in SCRIPTS["heldout1_ordinary"] if crisis_signals(item["text"])]
-    assert len(caught) == HELDOUT_PLANTED_CAUGHT, caught
-    assert len(flagged) == HELDOUT_ORDINARY_FLAGGED, flagged
+def test_development_figures_are_the_measured_ones() -> None:
+    measured = {part: (len(_caught(SCRIPTS[part])), len(SCRIPTS[part])) for part in PLANTED_PARTS}
+    measured |= {part: (len(_flagged(SCRIPTS[part])), len(SCRIPTS[part])) for part in ORDINARY_PARTS}
+    assert measured == FIGURES
+
+
+def test_heldout2_recall_and_false_flags_are_within_the_leads_bounds() -> None:
+    """The out-of-sample figure of round 2: a set the lexicon's author never opened (the lead sets the bounds)."""
+    heldout = yaml.safe_load(HELDOUT2.read_text(encoding="utf-8"))
+    planted, ordinary = heldout["planted"], heldout["ordinary"]
+    assert planted and ordinary
+    caught, flagged = _caught(planted), _flagged(ordinary)
+    figures = f"heldout2: caught {len(caught)}/{len(planted)}, flagged {len(flagged)}/{len(ordinary)}"
+    assert len(caught) / len(planted) >= HELDOUT2_RECALL_FLOOR, figures
+    assert len(flagged) <= HELDOUT2_FALSE_FLAGS_CEILING, figures
 
 
 def test_spans_index_the_original_text_through_normalisation() -> None:
     for text, expected in [
         ("Ｉ ｗａｎｔ ｔｏ ｄｉｅ", "ｗａｎｔ ｔｏ ｄｉｅ"),
         ("so... I want to k i l l myself ok", "k i l l myself"),
-        ("我想 自 杀", "自 杀"),
+        ("我想 自 杀", "想 自 杀"),
         ("today I don’t want to wake up", "don’t want to wake up"),
     ]:
         (signal,) = crisis_signals(text)
@@ -92,6 +132,60 @@ def test_an_exception_suppresses_only_the_cue_it_overlaps() -> None:
     (signal,) = crisis_signals("I'm not suicidal, but I don't want to wake up tomorrow")
     assert signal.cue.startswith("(?:don'?t")
     assert crisis_signals("想死你了") == [] and _kinds("我想死") == {"suicidal_ideation"}
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("I'm planning to jump off the parking deck tomorrow.", "suicidal_ideation"),
+        ("honestly thinking about ending it all soon", "suicidal_ideation"),
+        ("我打算下周去跳江。", "suicidal_ideation"),
+        ("I burned my thigh with a lighter.", "self_harm"),
+        ("我又拿小刀割了手腕。", "self_harm"),
+    ],
+)
+def test_compositional_rules_catch_paraphrases_that_no_script_has(text: str, kind: str) -> None:
+    """Intent + ending within a few words, harm verb + body part: not a listed sentence."""
+    assert kind in _kinds(text)
+
+
+def test_impersonal_mentions_are_excepted_unless_the_user_speaks_of_themself() -> None:
+    for text in [
+        "We watched a documentary about suicide prevention in class.",
+        "The singer's new song is about self-harm.",
+        "He's suicidal.",
+        "My friend is suicidal and I don't know how to help her.",
+        "我朋友想自杀，我该怎么帮她？",
+    ]:
+        assert crisis_signals(text) == [], text
+    # a first-person word between the context and the term, or a first-person cue of its own, still fires
+    assert _kinds("After that documentary I keep thinking about suicide.") == {"suicidal_ideation"}
+    (signal,) = crisis_signals("My friend killed herself last year and I want to join her.")
+    assert signal.cue.startswith("{intent_en}")
+    assert _kinds("看完那部电影，我也想自杀。") == {"suicidal_ideation"}
+
+
+def _write(tmp_path: Path, raw: dict[str, Any]) -> Path:
+    path = tmp_path / "lexicon.yaml"
+    path.write_text(yaml.safe_dump(raw, allow_unicode=True, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def test_terms_expand_in_any_order_and_bad_terms_are_refused(tmp_path: Path) -> None:
+    raw = yaml.safe_load(lexicon_path().read_text(encoding="utf-8"))
+    raw["terms"] = dict(reversed(list(raw["terms"].items())))  # every term now comes before the ones it names
+    reordered = read_crisis_lexicon(_write(tmp_path, raw))
+    for text in ["I'm going to take all my antidepressants at once.", "我决定今晚结束自己。", "He's suicidal."]:
+        assert crisis_signals(text, lexicon=reordered) == crisis_signals(text), text
+    terms = dict(raw["terms"])
+    raw["terms"]["me_en"] = ["i", "{intent_en}"]
+    raw["terms"]["intent_en"] = ["want\\s+to", "{me_en}"]
+    with pytest.raises(TripwireError, match="cycle: (?:me_en -> intent_en -> me_en|intent_en -> me_en -> intent_en)"):
+        read_crisis_lexicon(_write(tmp_path, raw))
+    raw["terms"] = terms
+    raw["cues"]["self_harm"]["en"]["regexes"] = ["{nope}\\s+again"]
+    with pytest.raises(TripwireError, match=r"unknown term \{nope\}"):
+        read_crisis_lexicon(_write(tmp_path, raw))
 
 
 @pytest.mark.parametrize("item", SCRIPTS["replies"], ids=lambda item: item["text"][:40])
@@ -156,7 +250,7 @@ def _endpoint(server: _Classifier) -> ClassifierEndpoint:
 
 def test_classifier_positive_adds_a_whole_text_signal(classifier: _Classifier) -> None:
     classifier.answer = json.dumps({"crisis": True, "kind": "suicidal_ideation", "score": 0.93}).encode()
-    text = "I'm standing on the ledge right now."  # a held-out message the lexicon misses
+    text = "I've made my peace with everything. Tonight I'll finally rest."  # one the lexicon misses
     assert crisis_signals(text) == []
     assert tripwire(text, classifier=_endpoint(classifier)) == [
         CrisisSignal(
