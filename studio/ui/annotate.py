@@ -213,7 +213,9 @@ class AnnotateTab:
         while it is among them."""
         import gradio as gr
 
-        choices = campaign_choices(annotate.visible_campaigns(session, caller=caller))
+        # A live_session campaign is talked in on the Live sessions tab (studio.ui.live), not answered item by item.
+        found = annotate.visible_campaigns(session, caller=caller)
+        choices = campaign_choices([campaign for campaign in found if campaign.target_kind != "live_session"])
         kept = chosen if chosen in {name for _label, name in choices} else None
         return gr.Dropdown(choices=choices, value=kept)
 

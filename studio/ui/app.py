@@ -10,6 +10,7 @@ from typing import Any
 from studio.ui.annotate_conditions import CONDITIONS_CSS, CONDITIONS_SCRIPT
 from studio.ui.annotate_keys import KEYBOARD_SCRIPT, KEYS_CSS
 from studio.ui.calls import OpenContext
+from studio.ui.live_views import LIVE_CSS
 from studio.ui.pages_css import PAGES_CSS
 from studio.ui.render import CHAT_CSS, escape_text
 from studio.ui.shown import form_key
@@ -23,6 +24,7 @@ UI_CSS = (
     + PAGES_CSS
     + KEYS_CSS
     + CONDITIONS_CSS
+    + LIVE_CSS
     + """
 #h2h-header { display: flex; justify-content: space-between; align-items: center; }
 """
@@ -52,9 +54,9 @@ def build_ui(
     limits: AnswerLimits | None = None,
     upload_limit_bytes: int = 32 * 1024 * 1024,
 ) -> Any:
-    """Return the studio's ``gr.Blocks``: a header (who is signed in, sign out), the Annotate tab, and the Curate
-    (curators, admins), Research (researchers, curators, admins) and Admin (admins; curators: its import) tabs,
-    shown only to those allowed.
+    """Return the studio's ``gr.Blocks``: a header (who is signed in, sign out), the Annotate tab, and the Live
+    sessions (whoever may talk in an open live_session campaign), Curate (curators, admins), Research (researchers,
+    curators, admins) and Admin (admins; curators: its import) tabs, shown only to those allowed.
 
     Hiding a tab is for people; every handler behind the tabs runs use cases that authorise the caller again on
     each call. ``open_context`` gives each event's caller context (see :mod:`studio.ui.calls`);
@@ -65,9 +67,11 @@ def build_ui(
     from studio.ui.admin import AdminTab
     from studio.ui.annotate import AnnotateTab
     from studio.ui.curate import CurateTab
+    from studio.ui.live import LiveTab
     from studio.ui.research import ResearchTab
 
     annotate = AnnotateTab(open_context, schemas, limits)
+    talk = LiveTab(open_context, schemas, limits)
     curate, research = CurateTab(open_context), ResearchTab(open_context)
     admin = AdminTab(open_context, upload_limit_bytes)  # the Admin tab: admins (curators: its import only)
     with gr.Blocks(title="H2HTalk Studio") as blocks:
@@ -77,14 +81,15 @@ def build_ui(
         with gr.Tabs():
             with gr.Tab("Annotate", elem_id="h2h-tab-annotate"):
                 annotate.build()
+            talk.build()  # the Live sessions tab
             with gr.Tab("Curate", elem_id="h2h-tab-curate", visible=False) as curate_tab:
                 curate.build()
             with gr.Tab("Research", elem_id="h2h-tab-research", visible=False) as research_tab:
                 research.build()
             admin.build()
         outputs = [who, annotate.campaign, curate_tab, research_tab, *curate.load_outputs(), *research.load_outputs()]
-        outputs += admin.load_outputs()
-        loader = _page_loader(open_context, annotate, curate, research, admin)
+        outputs += [*admin.load_outputs(), *talk.load_outputs()]
+        loader = _page_loader(open_context, annotate, curate, research, admin, talk)
         blocks.load(loader, outputs=outputs, api_visibility="private")
     return blocks
 
@@ -98,7 +103,7 @@ def greeting_html(username: str, role: str) -> str:
     )
 
 
-def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research: Any, admin: Any) -> Any:
+def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research: Any, admin: Any, talk: Any) -> Any:
     """The page-load handler: greet the caller, fill the campaign picker, show the tabs they may use — in one
     read session."""
     import gradio as gr
@@ -122,6 +127,7 @@ def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research
                     *(curate.load_values(session, caller) if curating else skipped(curate)),
                     *(research.load_values(session, caller) if researching else skipped(research)),
                     *admin.load_values(session, caller),
+                    *talk.load_values(session, caller),
                 ]
         except ServiceError:
             return [
@@ -132,6 +138,7 @@ def _page_loader(open_context: OpenContext, annotate: Any, curate: Any, research
                 *skipped(curate),
                 *skipped(research),
                 *admin.hidden_values(),
+                *talk.hidden_values(),
             ]
 
     return on_load
