@@ -34,8 +34,8 @@ SCRIPTS = yaml.safe_load((Path(__file__).parent / "crisis_scripts.yaml").read_te
 # The second held-out set, written by someone who had not seen the lexicon; read only by the heldout2 test.
 HELDOUT2 = Path(__file__).parent / "crisis_heldout2.yaml"
 # Set by the lead after measuring heldout2 on the frozen round-2 lexicon (sha256 7b338c1f2485…).
-HELDOUT2_RECALL_FLOOR = 0.0
-HELDOUT2_FALSE_FLAGS_CEILING = 50
+HELDOUT2_RECALL_FLOOR = 0.6  # 30/50 measured 2026-11-27 on lexicon sha256 7b338c1f… (before round 2: 14/50)
+HELDOUT2_FALSE_FLAGS_CEILING = 0  # 0/50 measured 2026-11-27 (before round 2: 6/50)
 
 PLANTED_PARTS = ("planted", "heldout1_planted", "dev2_planted", "dev2b_planted")
 ORDINARY_PARTS = ("ordinary", "heldout1_ordinary", "dev2_ordinary", "dev2b_ordinary")
