@@ -23,6 +23,7 @@ from studio.services.research_quality import METRIC_RANGES
 from studio.ui import research_views as views
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.downloads import DOWNLOAD_FORMATS, download_button, new_download_dir, ready, table_file
+from studio.ui.research_live import LiveSapSection
 from studio.ui.tables import display_frame, fitted, labelled, sized, table
 from studio.usecases import research
 
@@ -114,6 +115,9 @@ class ResearchTab:
             self.safety_note = self._note("h2h-safety")
             self.safety = table("Table 3: SAP safety", "h2h-safety", wrap=True)
             self._download_row("table3")
+        with gr.Tab("Live sessions (SAP)", elem_id="h2h-research-live-tab"):
+            self.live = LiveSapSection(self.open_context)
+            self.live.build(signature=self.pickers["signature"])
         with gr.Tab("Instruction following", elem_id="h2h-research-if-tab"):
             self._picker_note("instruction", "h2h-if")
             self._campaign_picker("instruction_campaign")
@@ -345,11 +349,11 @@ class ResearchTab:
                 values.append(gr.Dropdown(choices=labelled(names), value=names[0] if names else None))
             else:
                 values.append(gr.Dropdown(choices=labelled([ALL_CAMPAIGNS, *names]), value=ALL_CAMPAIGNS))
-        return values
+        return [*values, self.live.load_value(found)]
 
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""
-        return [self.pickers[name] for name in (*views.PICKER_LABELS, *CAMPAIGN_PICKERS)]
+        return [self.pickers[name] for name in (*views.PICKER_LABELS, *CAMPAIGN_PICKERS)] + [self.live.picker]
 
 
 def _empty_value(component: Any) -> Any:
