@@ -254,15 +254,8 @@ def rate_session(
     live = own_session(session, session_id=session_id, user=user)
     campaign = campaign_of(session, live)
     spec = live_spec(campaign)
-    if live.status != "rated":
-        turns = session_turns(session, live.id)
-        done = replies_done(turns)
-        if done < spec.min_turns or (turns and turns[-1].role == "user"):
-            raise Conflict(
-                f"session: rate after at least {spec.min_turns} replies and once the last message has its reply "
-                f"({done} so far)"
-            )
-        _check_marks(values, spec=spec, replies=done)
+    if live.status != "rated":  # a rated session's resend goes straight to the submit (idempotent or Conflict)
+        _check_can_rate(session, live=live, spec=spec, values=values)
     submission = Submission(
         item_id=live.item_id,
         lease_id=live.lease_id or "-",
@@ -276,6 +269,19 @@ def rate_session(
         session.add(live)
         session.flush()
     return result
+
+
+def _check_can_rate(session: Session, *, live: LiveSession, spec: LiveSpec, values: dict[str, Any]) -> None:
+    """``Conflict`` before ``min_turns`` replies or while a reply is pending; ``InvalidInput`` for a turn mark that
+    names no reply."""
+    turns = session_turns(session, live.id)
+    done = replies_done(turns)
+    if done < spec.min_turns or (turns and turns[-1].role == "user"):
+        raise Conflict(
+            f"session: rate after at least {spec.min_turns} replies and once the last message has its reply "
+            f"({done} so far)"
+        )
+    _check_marks(values, spec=spec, replies=done)
 
 
 def _check_marks(values: dict[str, Any], *, spec: LiveSpec, replies: int) -> None:

@@ -11,6 +11,7 @@ topic). Prompts are built as ``h2h generate`` builds them (``pipeline.live.compa
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import asdict, dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,10 +43,12 @@ from studio.services.live_sessions import (
     session_turns,
 )
 from studio.services.queue import DEFAULT_LEASE_SECONDS, require_open
-from studio.services.text import require_unicode
+from studio.services.text import unstorable
 from studio.workflow_live import LiveSpec
 
 logger = logging.getLogger(__name__)
+#: What no store can hold in a text column: NUL (PostgreSQL) and lone surrogates (not Unicode).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -128,7 +131,8 @@ def _check_budget(session: Session, *, campaign_id: int, budget: int | None) -> 
 
 
 def _check_text(text: str, *, spec: LiveSpec) -> str:
-    require_unicode(text, "text")
+    if why := unstorable(text, "text"):  # a NUL (PostgreSQL's text cannot hold one) or a lone surrogate
+        raise InvalidInput(why)
     if not text.strip():
         raise InvalidInput("text: write a message first")
     if len(text) > spec.max_message_chars:
@@ -234,6 +238,12 @@ def pending_retry(session: Session, *, session_id: str, user: UserPublic | None)
     return _pending(session, live=live, spec=spec, endpoint=companion_endpoint(config, spec=spec), crisis=crisis)
 
 
+def storable_reply(text: str) -> str:
+    """The model's text as it can be stored on both stores: a NUL or a lone surrogate (model output is untrusted;
+    PostgreSQL's text holds neither, no driver encodes the latter) becomes U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def finish_turn(session: Session, *, pending: PendingReply, reply: Reply, now: datetime | None = None) -> LiveTurnView:
     """Store the companion's reply to message ``pending.number`` (with its latency and tokens, and the SAP check
     where the message was flagged); the conversation ends at ``max_turns``. ``Conflict`` when that message already
@@ -245,7 +255,7 @@ def finish_turn(session: Session, *, pending: PendingReply, reply: Reply, now: d
         check = check_sap_reply(reply.text)
         sap = {**asdict(check), "passed": check.passed, "missing": check.missing()}
     turn = LiveTurn(session_id=live.id, campaign_id=pending.campaign_id, number=pending.number, role="assistant",
-                    text=reply.text, created_at=now, sap_check=sap, latency_ms=reply.latency_ms,
+                    text=storable_reply(reply.text), created_at=now, sap_check=sap, latency_ms=reply.latency_ms,
                     first_token_ms=reply.first_token_ms, prompt_tokens=reply.prompt_tokens,
                     completion_tokens=reply.completion_tokens, usage_estimated=reply.usage_estimated)  # fmt: skip
     try:

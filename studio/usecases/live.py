@@ -91,7 +91,8 @@ def transcript(session: Session, *, caller: UserPublic, session_id: str) -> Tran
 def _streamed(context: RequestContext, pending: live_turns.PendingReply) -> Iterator[str | LiveTurnView]:
     stream = stream_reply(endpoint=pending.endpoint, messages=pending.messages)
     try:
-        yield from stream
+        # The same text the turn will store: untrusted output, a NUL or a lone surrogate replaced.
+        yield from (live_turns.storable_reply(delta) for delta in stream)
     except CompanionError as error:
         logger.warning("live session %s: the companion failed: %s", pending.session_id, error)
         words = KIND_WORDS.get(error.kind, "the companion could not answer")

@@ -11,10 +11,12 @@ import pytest
 from sqlalchemy import Engine, select
 from sqlmodel import col
 
+from pipeline.live.companion import Reply
 from pipeline.live.standin import StandinCompanion
-from studio.db import read_session
+from studio.db import read_session, write_session
 from studio.errors import CompanionUnavailable, Conflict, InvalidInput, TooManyRequests
-from studio.models import LiveTurn
+from studio.models import LiveSession, LiveTurn, User, UserPublic
+from studio.services import live_turns
 from studio.usecases import live
 from tests.studio.live_helpers import (
     ORDINARY_TEXT,
@@ -142,3 +144,25 @@ def test_a_spent_token_budget_refuses_the_next_message(
     with pytest.raises(Conflict, match="token budget"):
         live.send_message(context, session_id=session_id, text="Three.", lease_seconds=600).__next__()
     assert len(_turns(engine, session_id)) == 2
+
+
+def test_text_no_store_can_hold_is_refused_or_replaced(
+    engine: Engine, password_hash: str, standin: StandinCompanion
+) -> None:
+    """A NUL or a lone surrogate in a rater's message is refused naming ``text``; in the model's reply (untrusted
+    output) it is stored as U+FFFD instead of failing the store (PostgreSQL's text holds no NUL)."""
+    context, session_id = _opened(engine, password_hash, standin)
+    for text in ("hello\x00there", "hello \ud800"):
+        with pytest.raises(InvalidInput, match="^text: "):
+            say(context, session_id, text)
+    with read_session(engine) as session:
+        live = session.get(LiveSession, session_id)
+        assert live is not None
+        rater = UserPublic.model_validate(session.get(User, live.user_id))
+    with write_session(engine) as session:
+        pending = live_turns.begin_turn(session, session_id=session_id, user=rater, text=ORDINARY_TEXT)
+    reply = Reply("fine\x00 thanks \udc80!", 10, 5, False, 12.0, 3.0)
+    with write_session(engine) as session:
+        stored = live_turns.finish_turn(session, pending=pending, reply=reply)
+    assert stored.text == "fine\ufffd thanks \ufffd!"
+    assert _turns(engine, session_id)[-1].text == "fine\ufffd thanks \ufffd!"
