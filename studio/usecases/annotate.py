@@ -15,7 +15,7 @@ from typing import Any
 
 from sqlmodel import Session
 
-from studio.errors import NotFound
+from studio.errors import InvalidInput, NotFound
 from studio.models import AnswerPublic, CampaignPublic, UserPublic
 from studio.models.types import StoredId
 from studio.policies import AccountPolicy, CampaignPolicy, authorize, is_allowed
@@ -70,6 +70,19 @@ def _answerable(session: Session, caller: UserPublic, campaign: str) -> Campaign
     return found
 
 
+def _item_by_item(session: Session, caller: UserPublic, campaign: str) -> CampaignState:
+    """:func:`_answerable`, for taking, skipping, submitting and revising items one by one: a ``live_session``
+    campaign's items are conversations, answered through :mod:`studio.usecases.live` only (its rating checks the
+    conversation first), so they are refused here (``InvalidInput``)."""
+    found = _answerable(session, caller, campaign)
+    if found.schema.target == "live_session":
+        raise InvalidInput(
+            f"campaign: {campaign!r} is a live-session campaign: talk and rate on the Live sessions page "
+            f"(POST /api/v1/campaigns/{campaign}/sessions)"
+        )
+    return found
+
+
 def visible_campaigns(session: Session, *, caller: UserPublic, include_closed: bool = False) -> list[CampaignPublic]:
     """The campaigns the caller sees, by name: the open ones they may answer; with ``include_closed``, managers see
     every campaign (others still see only theirs)."""
@@ -92,7 +105,7 @@ def next_item(session: Session, *, caller: UserPublic, campaign: str, lease_seco
 
     Run it in a write session: handing out decides under the campaign's queue lock.
     """
-    _answerable(session, caller, campaign)
+    _item_by_item(session, caller, campaign)
     handout = queue.take_lease(session, campaign=campaign, user=caller, lease_seconds=lease_seconds)
     # The view's few reads stay in this transaction: measured with benchmarks/bench_load.py, a second (read)
     # session costs more than they add to the lock, on SQLite and PostgreSQL alike (see the README).
@@ -114,7 +127,7 @@ def skip(session: Session, *, caller: UserPublic, campaign: str, item_id: int, l
     page must not say "Skipped."). Read after the skip's own release, so a submit that committed first is seen on
     PostgreSQL too (the release waits for the submit's row lock, and the next statement reads what it committed).
     """
-    _answerable(session, caller, campaign)
+    _item_by_item(session, caller, campaign)
     return queue.skip_item(session, campaign=campaign, user=caller, item_id=item_id, lease_id=lease_id)
 
 
@@ -142,7 +155,7 @@ def submit(
     """Store the caller's answers to the item and lease ``submission`` names — the item they were shown, never the
     one their session moved on to. A retry (same ``submission_id``) gets the stored answer back (``created`` False);
     a lease released meanwhile (skipped, answered, expired and handed on) is a ``Conflict`` and stores nothing."""
-    _answerable(session, caller, campaign)
+    _item_by_item(session, caller, campaign)
     return answers.submit(session, campaign=campaign, user=caller, submission=submission, limits=limits)
 
 
@@ -151,7 +164,7 @@ def revise(
 ) -> ReviseResult:
     """Replace the caller's own answer to an item while the campaign is open and its schema allows revising; values
     equal to the stored ones store nothing (``changed`` False, see :mod:`studio.services.answers_mine`)."""
-    _answerable(session, caller, campaign)
+    _item_by_item(session, caller, campaign)
     return answers.revise_answer(
         session, campaign=campaign, user=caller, item_id=item_id, revision=revision, limits=limits
     )

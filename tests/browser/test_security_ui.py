@@ -54,6 +54,11 @@ ANNOTATOR_HANDLERS = (
     "list_answers",  # go back: my answers
     "open_answer",  # go back: one of them, to revise
     "show_all",  # a text cut for display, whole
+    "live_campaigns_refresh",  # the Live sessions tab: annotators and experts talk there
+    "live_start",
+    "live_send",
+    "live_retry",
+    "live_rate",
 )
 REAL_SCENARIO_ID = "b-dialogue-1"
 RECORD_CSP_VIOLATIONS = """
