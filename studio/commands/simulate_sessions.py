@@ -44,8 +44,6 @@ def simulate_sessions(
     counts this user model's stored sessions, finishes any cut off and adds only the missing ones. Progress goes
     to stderr; the last line is a JSON summary.
     """
-    from tqdm import tqdm
-
     from pipeline.live.companion import CompanionEndpoint, CompanionError, probe
     from studio.services.live_simulated import simulate
 
@@ -59,9 +57,9 @@ def simulate_sessions(
         raise click.ClickException(
             f"--user-base-url: the user model {user_model!r} at {user_base_url} {error}"
         ) from None
-    with open_store(db_url) as engine, tqdm(desc="sessions", unit="session", disable=no_progress) as bar:
+    with open_store(db_url) as engine:
         result = simulate(
-            engine, campaign=campaign, user=user, sessions=sessions, turns=turns, on_session=lambda: bar.update()
+            engine, campaign=campaign, user=user, sessions=sessions, turns=turns, progress=not no_progress
         )
     click.echo(json.dumps(result.model_dump(), ensure_ascii=False))
 

@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from pydantic import BaseModel
 from sqlalchemy import Engine, select
 from sqlmodel import Session, col
+from tqdm import tqdm
 
 from pipeline.live.companion import CompanionEndpoint, CompanionError, Reply, complete_reply, stream_reply
 from pipeline.paths import prompts_dir
@@ -219,14 +220,24 @@ def _one_turn(
             text = _calling("the user model", lambda: complete_reply(endpoint=user, messages=messages)).text.strip()
         else:
             text = scenario.user_input
-        with write_session(engine) as session:
-            limit = live_spec(campaign_state(session, _campaign_name(session, live))).max_message_chars
-            if len(text) > limit:  # the guard refuses it; a simulated user's rambling is cut, not the run
-                logger.warning("simulate-sessions: session %s: a user message cut to %d characters", live.id, limit)
-            pending = live_turns.begin_turn(session, session_id=live.id, user=None, text=text[:limit])
+        pending = _begin(engine, live=live, text=text)
     reply = _calling("the companion", lambda: _companion_reply(pending))
     with write_session(engine) as session:
         live_turns.finish_turn(session, pending=pending, reply=reply)
+
+
+def _begin(engine: Engine, *, live: LiveSession, text: str) -> live_turns.PendingReply:
+    """Store the simulated user's message as a rater's is stored: the text checked and the crisis classifier (an
+    HTTP call) asked with no transaction open, then :func:`live_turns.begin_turn`."""
+    with read_session(engine) as session:
+        limit = live_spec(campaign_state(session, _campaign_name(session, live))).max_message_chars
+        if len(text) > limit:  # the guard would refuse it: a simulated user's rambling is cut, not the run stopped
+            logger.warning("simulate-sessions: session %s: a user message cut to %d characters", live.id, limit)
+            text = text[:limit]
+        classifier = live_turns.checked_message(session, session_id=live.id, user=None, text=text)
+    signals = live_turns.message_signals(text, classifier=classifier) if classifier is not None else None
+    with write_session(engine) as session:
+        return live_turns.begin_turn(session, session_id=live.id, user=None, text=text, signals=signals)
 
 
 def _campaign_name(session: Session, live: LiveSession) -> str:
@@ -287,13 +298,13 @@ def simulate(
     user: CompanionEndpoint,
     sessions: int,
     turns: int | None = None,
-    on_session: Callable[[], object] | None = None,
+    progress: bool = False,
 ) -> SimulationSummary:
     """Bring the simulated sessions of (``campaign``, ``user.model``) to ``sessions`` in all, each ``turns`` replies
     long (default: the workflow's ``max_turns``) and rated. Stored sessions are finished first (a killed run
     resumes), then new ones are added, session k on the campaign's item k mod items (item order). With
-    ``user.seed`` set, session k asks the user model with seed ``user.seed + k``. ``on_session`` is called after
-    each session that this run finished (progress)."""
+    ``user.seed`` set, session k asks the user model with seed ``user.seed + k``. ``progress``: a bar on stderr
+    counting the sessions this run finishes."""
     with read_session(engine) as session:
         found = campaign_state(session, campaign)
         spec = live_spec(found)
@@ -305,23 +316,22 @@ def simulate(
     chosen = check_turns(turns, min_turns=spec.min_turns, max_turns=spec.max_turns)
     if not items:
         raise InvalidInput(f"campaign: {campaign!r} has no items to simulate sessions on")
-    resumed = 0
-    for index, session_id in enumerate(stored):
-        if session_id in unrated:
+    todo = [(index, session_id) for index, session_id in enumerate(stored) if session_id in unrated]
+    with tqdm(
+        total=len(todo) + max(sessions - len(stored), 0), desc="sessions", unit="session", disable=not progress
+    ) as bar:
+        for index, session_id in todo:
             play_session(engine, session_id=session_id, user=_seeded(user, index), turns=chosen)
-            resumed += 1
-            if on_session is not None:
-                on_session()
-    for index in range(len(stored), sessions):
-        with write_session(engine) as session:
-            item_id = items[index % len(items)]
-            live = open_simulated_session(session, campaign=campaign, item_id=item_id, user_model=user.model)
-            session_id = live.id
-        play_session(engine, session_id=session_id, user=_seeded(user, index), turns=chosen)
-        if on_session is not None:
-            on_session()
+            bar.update()
+        for index in range(len(stored), sessions):
+            with write_session(engine) as session:
+                item_id = items[index % len(items)]
+                live = open_simulated_session(session, campaign=campaign, item_id=item_id, user_model=user.model)
+                session_id = live.id
+            play_session(engine, session_id=session_id, user=_seeded(user, index), turns=chosen)
+            bar.update()
     return summary(engine, campaign=campaign, user_model=user.model, added=max(sessions - len(stored), 0),
-                   resumed=resumed)  # fmt: skip
+                   resumed=len(todo))  # fmt: skip
 
 
 def _seeded(user: CompanionEndpoint, index: int) -> CompanionEndpoint:

@@ -71,10 +71,11 @@ def test_the_command_stores_the_sessions_and_prints_a_summary(
             engine, password_hash, base_url=companion.base_url, selection=ONE_SCENARIO, min_turns=2, max_turns=4
         )
         first = h2h(*arguments(db_url, scripted, sessions=2))
-        second = h2h(*arguments(db_url, scripted, sessions=4))
+        second = h2h(*[argument for argument in arguments(db_url, scripted, sessions=4) if argument != "--no-progress"])
 
     assert first.exit_code == 0, first.output
-    summary = json.loads(second.output.strip().splitlines()[-1])
+    assert "sessions: 100%" in second.stderr and "2/2" in second.stderr  # the bar counts this run's sessions
+    summary = json.loads(second.stdout.strip().splitlines()[-1])
     assert summary["sessions"] == 4 and summary["added"] == 2 and summary["turns"] == 12
     assert summary["variants"] == {"with_sap": 2, "without_sap": 2} and summary["rated"] == 4
     with read_session(engine) as session:

@@ -269,3 +269,15 @@ def test_the_user_messages_start_with_a_user_turn_even_before_anything_was_said(
     messages = user_messages(scenario=scenario, turns=[])
     assert [message["role"] for message in messages] == ["system", "user"]
     assert "(none: write it yourself)" in messages[0]["content"]
+
+
+def test_an_over_long_user_message_is_cut_to_the_limit_not_refused(
+    engine: Engine, password_hash: str, companion: StandinCompanion, scripted: ScriptedUser
+) -> None:
+    one_scenario_campaign(engine, password_hash, companion, max_message_chars=12)
+    summary = simulate(engine, campaign=LIVE_CAMPAIGN, user=user_endpoint(scripted), sessions=1, turns=2)
+
+    [(_live, turns)] = stored(engine)
+    assert summary.turns == 2
+    assert [turn.text for turn in turns if turn.role == "user"] == [turns[0].text, CRISIS_TEXT[:12]]
+    assert len(turns[0].text) == 12
