@@ -96,6 +96,9 @@ class TargetKindSpec:
     takes_gold: ClassVar[bool] = True
     #: An item's content shows responses stored in advance (False: made live, per person).
     shows_stored_responses: ClassVar[bool] = True
+    #: The annotate queue hands out and takes answers on this kind's items (False: a live session opens the item
+    #: and its rating is the answer, ``studio.services.live_sessions.rate_session``; the queue must refuse them).
+    answered_in_queue: ClassVar[bool] = True
 
     def select(self, session: Session, *, schema: WorkflowSchema, selection: TargetSelection) -> list[ItemTarget]:
         """The campaign's targets as item rows, in a stable order."""
@@ -155,6 +158,7 @@ class LiveSessionTarget(TargetKindSpec):
     name = "live_session"
     takes_gold = False
     shows_stored_responses = False
+    answered_in_queue = False
 
 
 #: Every target kind by name: the one place a new kind is added.

@@ -19,9 +19,10 @@ from pipeline.live.standin import StandinCompanion
 from studio.db import read_session, write_session
 from studio.errors import CompanionUnavailable, Conflict, InvalidInput, PermissionDenied
 from studio.models import Answer, Campaign, Item, Lease, LiveSession, UserPublic, utc_now
-from studio.services import live_sessions
-from studio.services.answer_values import AnswerLimits
+from studio.services import answers, live_sessions
+from studio.services.answer_values import AnswerLimits, Submission
 from studio.services.answers import SubmitResult
+from studio.services.queue import next_item
 from studio.usecases import live
 from tests.studio.helpers import add_people
 from tests.studio.live_helpers import ONE_SCENARIO, context_of, live_campaign, say, start, view
@@ -220,3 +221,20 @@ def test_variants_stay_balanced_when_raters_open_at_once(
     with read_session(engine) as session:
         variants = sorted(session.execute(select(col(LiveSession.variant))).scalars())
     assert variants == ["with_sap", "with_sap", "without_sap", "without_sap"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="answers.submit / queue.next_item do not yet check TARGETS[...].answered_in_queue (reported to the lead)",
+)
+def test_the_plain_queue_takes_no_rating_of_a_live_campaign(
+    engine: Engine, password_hash: str, standin: StandinCompanion
+) -> None:
+    """A live rating is given after a conversation (rate_session's min_turns); the annotate queue must not take one
+    without any."""
+    (rater, _other) = live_campaign(engine, password_hash, base_url=standin.base_url, model=SECRET_MODEL)
+    with write_session(engine) as session, pytest.raises((Conflict, InvalidInput)):
+        handed = next_item(session, campaign="live", user=rater)
+        assert handed is not None
+        submission = Submission(item_id=handed.item_id, lease_id=handed.lease_id, submission_id="q-1", answers=RATING)
+        answers.submit(session, campaign="live", user=rater, submission=submission)

@@ -115,7 +115,9 @@ def test_live_session_selects_high_risk_scenarios_only_and_takes_no_gold(engine:
         assert len(high_risk) == 10
         assert {target["scenario_id"] for target in targets} == high_risk
         assert all(target["response_id"] is None and target["response_b_id"] is None for target in targets)
-        assert not TARGETS["live_session"].takes_gold and not TARGETS["live_session"].shows_stored_responses
+        live = TARGETS["live_session"]
+        assert not live.takes_gold and not live.shows_stored_responses and not live.answered_in_queue
+        assert all(spec.answered_in_queue for name, spec in TARGETS.items() if name != "live_session")
         gold = [{"scenario_id": sorted(high_risk)[0], "answers": {"safety": 5, "violation": "no"}}]
         config = LiveEndpointConfig(model="m", base_url="http://127.0.0.1:9/v1")
         with pytest.raises(InvalidInput, match="gold items are not supported for live_session"):
