@@ -21,6 +21,7 @@ import json
 import logging
 import secrets
 import string
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -50,6 +51,8 @@ RATING_PROMPT = "live_user_rating.md"
 KICKOFF = "(The chat is open. Write your next message to the companion.)"
 #: Tries per model call before the run stops (a rerun resumes where it stopped).
 ATTEMPTS = 3
+#: Seconds before the second try (twice that before the third).
+BACKOFF_S = 0.5
 _LANGUAGES = {"zh": "Chinese (Simplified)", "en": "English", "mixed": "the same mix of Chinese and English as before"}
 T = TypeVar("T")
 
@@ -182,6 +185,8 @@ def _calling(what: str, call: Callable[[], T]) -> T:
         except CompanionError as error:
             logger.warning("simulate-sessions: %s failed (try %d of %d): %s", what, attempt, ATTEMPTS, error)
             last = error
+            if attempt < ATTEMPTS:
+                time.sleep(BACKOFF_S * attempt)  # a busy or rate-limiting server gets a moment
     raise CompanionUnavailable(f"{what}: {last}; rerun the command to resume (nothing stored was lost)")
 
 
@@ -303,7 +308,9 @@ def simulate(
     """Bring the simulated sessions of (``campaign``, ``user.model``) to ``sessions`` in all, each ``turns`` replies
     long (default: the workflow's ``max_turns``) and rated. Stored sessions are finished first (a killed run
     resumes), then new ones are added, session k on the campaign's item k mod items (item order). With
-    ``user.seed`` set, session k asks the user model with seed ``user.seed + k``. ``progress``: a bar on stderr
+    ``user.seed`` set, session k asks the user model with seed ``user.seed + k``. A resumed session is brought to
+    this run's ``turns`` (rerun with the same ``turns``). A model call that fails :data:`ATTEMPTS` times stops the
+    run with ``CompanionUnavailable``; everything stored stays and a rerun resumes. ``progress``: a bar on stderr
     counting the sessions this run finishes."""
     with read_session(engine) as session:
         found = campaign_state(session, campaign)

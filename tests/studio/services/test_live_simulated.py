@@ -16,7 +16,7 @@ from sqlmodel import col
 from pipeline.live.companion import CompanionEndpoint
 from pipeline.live.standin import StandinCompanion
 from studio.db import read_session, write_session
-from studio.errors import InvalidInput
+from studio.errors import CompanionUnavailable, InvalidInput
 from studio.models import Answer, Item, Lease, LiveSession, LiveTurn
 from studio.services import live_turns
 from studio.services.live_sessions import session_turns
@@ -281,3 +281,17 @@ def test_an_over_long_user_message_is_cut_to_the_limit_not_refused(
     assert summary.turns == 2
     assert [turn.text for turn in turns if turn.role == "user"] == [turns[0].text, CRISIS_TEXT[:12]]
     assert len(turns[0].text) == 12
+
+
+def test_a_companion_that_keeps_failing_stops_the_run_and_a_rerun_resumes(
+    engine: Engine, password_hash: str, companion: StandinCompanion, scripted: ScriptedUser
+) -> None:
+    one_scenario_campaign(engine, password_hash, companion)
+    companion.fail_next = [500, 500, 500]  # every try of the first reply
+    with pytest.raises(CompanionUnavailable, match="rerun the command to resume"):
+        simulate(engine, campaign=LIVE_CAMPAIGN, user=user_endpoint(scripted), sessions=2, turns=2)
+    assert shape(engine) == (1, [0], shape(engine)[2], ["open"])  # the opening line kept, waiting for its reply
+
+    summary = simulate(engine, campaign=LIVE_CAMPAIGN, user=user_endpoint(scripted), sessions=2, turns=2)
+    assert (summary.resumed, summary.added, summary.rated) == (1, 1, 2)
+    assert shape(engine) == (2, [2, 2], {"with_sap": 1, "without_sap": 1}, ["rated"] * 2)
