@@ -108,7 +108,9 @@ def demo_command(
     """Run the pipeline on the bundled demo data, fill a store, create demo accounts and campaigns, serve it.
 
     Safe to run again: it resumes and reuses what exists. Demo passwords are the username followed by
-    "-demo" (e.g. annotator01 / annotator01-demo) — for a local demo only.
+    "-demo" (e.g. annotator01 / annotator01-demo) — for a local demo only. The live campaign (demo-live_safety)
+    talks to a stand-in companion served beside the studio on 127.0.0.1:8765 (a free port, recorded in the campaign,
+    when 8765 is taken).
     """
     from studio.commands.demo import prepare_demo, start_demo_companion, url_port
 
