@@ -54,6 +54,7 @@ from studio.services.queue_rows import (
     release_lease,
 )
 from studio.services.stopping import pending_stop, record_stop
+from studio.services.targets import target_kind
 from studio.services.text import is_unicode, require_unicode
 
 __all__ = [
@@ -153,13 +154,22 @@ def _store(session: Session, lease_id: str, now: datetime, **answer: Any) -> Ans
 
 
 def _checked_request(
-    session: Session, *, campaign: str, user: UserPublic, submission: Submission, limits: AnswerLimits
+    session: Session,
+    *,
+    campaign: str,
+    user: UserPublic,
+    submission: Submission,
+    limits: AnswerLimits,
+    live_rating: bool = False,
 ) -> tuple[CampaignState, Any, dict[str, Any]]:
     """Every check of a submit that only reads: text, seconds, campaign open, item and the answer values."""
     _check_request_text(submission.submission_id, submission.lease_id, submission.answers)
     client_seconds(submission.seconds_spent, None, limits.max_seconds_spent)  # refuse a bad value before the lock
     found = campaign_state(session, campaign)
     require_open(found)
+    if not target_kind(found.schema.target).answered_in_queue and not live_rating:
+        # A live session's rating comes after its conversation (studio.services.live_sessions.rate_session checks it).
+        raise Conflict("item_id: a live-session campaign is rated at the end of its conversation, not item by item")
     item = campaign_item(session, found, submission.item_id)
     return found, item, clean_values(found.schema, found, user, item, submission.answers, limits.max_text_chars)
 
@@ -172,8 +182,10 @@ def submit(
     submission: Submission,
     limits: AnswerLimits = AnswerLimits(),
     now: datetime | None = None,
+    live_rating: bool = False,
 ) -> SubmitResult:
-    """Store the caller's answer to an item they hold a lease on.
+    """Store the caller's answer to an item they hold a lease on (``live_rating``: a live session's rating, which
+    :func:`studio.services.live_sessions.rate_session` sends once it has checked the conversation).
 
     A retry with the same ``submission_id`` and values returns the stored answer (``created`` False). Errors:
     ``NotFound`` (campaign, item, lease), ``PermissionDenied`` (closed campaign, someone else's
@@ -183,7 +195,9 @@ def submit(
     it is read once the locks are held, so a wait for them does not leave it stale.
     """
     clock, item_id = now, submission.item_id
-    found, item, values = _checked_request(session, campaign=campaign, user=user, submission=submission, limits=limits)
+    found, item, values = _checked_request(
+        session, campaign=campaign, user=user, submission=submission, limits=limits, live_rating=live_rating
+    )
     # Everything above only reads. The item's lock (PostgreSQL; SQLite's write lock covers it all) serialises submits
     # of this item; filling the slot a live lease holds changes no other person's decision, and the lease is closed
     # only if still open (_store), so a concurrent skip cannot make one slot count twice.

@@ -80,14 +80,19 @@ def live_spec(campaign: CampaignState) -> LiveSpec:
     return spec
 
 
-def balanced_variant(session: Session, *, item_id: int, variants: list[str], simulated: bool) -> str:
-    """A variant drawn at random among those this item's sessions (people's, or simulated ones) have had least."""
+def balanced_variant(
+    session: Session, *, item_id: int, variants: list[str], simulated: bool, user_model: str | None = None
+) -> str:
+    """A variant drawn at random among those this item's sessions have had least: people's sessions, or the
+    simulated ones of ``user_model`` (each user model is balanced on its own)."""
     counts = dict.fromkeys(variants, 0)
     query = (
         select(col(LiveSession.variant), func.count())
         .where(col(LiveSession.item_id) == item_id, col(LiveSession.simulated).is_(simulated))
         .group_by(col(LiveSession.variant))
     )
+    if simulated and user_model is not None:
+        query = query.where(col(LiveSession.user_model) == user_model)
     for variant, count in session.execute(query):
         if variant in counts:
             counts[variant] = int(count)
@@ -263,7 +268,9 @@ def rate_session(
         answers=values,
         seconds_spent=seconds_spent,
     )
-    result = answers.submit(session, campaign=campaign.name, user=user, submission=submission, limits=limits)
+    result = answers.submit(
+        session, campaign=campaign.name, user=user, submission=submission, limits=limits, live_rating=True
+    )
     if result.created:
         live.status, live.answer_id, live.ended_at, live.updated_at = "rated", result.answer.id, now, now
         session.add(live)

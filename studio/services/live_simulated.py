@@ -103,7 +103,9 @@ def open_simulated_session(session: Session, *, campaign: str, item_id: int, use
         id=secrets.token_urlsafe(16),
         campaign_id=found.id,
         item_id=item_id,
-        variant=balanced_variant(session, item_id=item_id, variants=list(spec.variants), simulated=True),
+        variant=balanced_variant(
+            session, item_id=item_id, variants=list(spec.variants), simulated=True, user_model=user_model
+        ),
         simulated=True,
         user_model=user_model,
         created_at=now,

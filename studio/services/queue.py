@@ -26,7 +26,7 @@ from sqlalchemy import Select, bindparam, select
 from sqlmodel import Session, col
 
 from studio.db import lock_campaign
-from studio.errors import Conflict, NotFound, PermissionDenied
+from studio.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.models import Campaign, Skip, UserPublic, utc_now
 from studio.services.content import DISPLAY_CHARS, build_item_content
 from studio.services.queue_rows import (
@@ -248,6 +248,8 @@ def next_item(
 
     A person holding a live lease in the campaign gets that same item back (no hoarding).
     """
+    if not target_kind(campaign_state(session, campaign).schema.target).answered_in_queue:
+        raise InvalidInput(f"campaign: {campaign!r} is a live-session campaign: open a live session instead")
     handout = take_lease(session, campaign=campaign, user=user, lease_seconds=lease_seconds, now=now)
     return None if handout is None else view_of(session, handout)
 

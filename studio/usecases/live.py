@@ -33,6 +33,7 @@ __all__ = [
     "Rating",
     "Transcript",
     "rate",
+    "read_session",
     "retry_reply",
     "send_message",
     "start_session",
@@ -81,6 +82,14 @@ def view_session(session: Session, *, caller: UserPublic, session_id: str) -> Li
     return live_sessions.session_view(session, live=live, campaign=live_sessions.campaign_of(session, live))
 
 
+def read_session(session: Session, *, caller: UserPublic, session_id: str) -> LiveSessionView | Transcript:
+    """A session as the caller may see it: its rater (whatever their role) the rater's view, no model and no
+    variant; anyone else the whole transcript, which only researchers, curators and admins may read."""
+    if live_sessions.get_session(session, session_id).user_id == caller.id:
+        return view_session(session, caller=caller, session_id=session_id)
+    return transcript(session, caller=caller, session_id=session_id)
+
+
 def transcript(session: Session, *, caller: UserPublic, session_id: str) -> Transcript:
     """A session's whole record, for researchers, curators and admins."""
     live = live_sessions.get_session(session, session_id)
@@ -102,7 +111,8 @@ def _streamed(context: RequestContext, pending: live_turns.PendingReply) -> Iter
     finally:
         stream.close()
     with context.writing() as (session, _caller):
-        yield live_turns.finish_turn(session, pending=pending, reply=stream.reply)
+        turn = live_turns.finish_turn(session, pending=pending, reply=stream.reply)
+    yield turn  # after the commit: a consumer that stops here has the reply stored, and no lock waits on it
 
 
 def send_message(

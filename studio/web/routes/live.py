@@ -23,7 +23,6 @@ from fastapi import APIRouter, Request, Response, status
 from fastapi.responses import StreamingResponse
 
 from studio.errors import CompanionUnavailable, ServiceError
-from studio.services.live_sessions import get_session
 from studio.services.text import safe_text
 from studio.usecases import live
 from studio.web.deps import CallerDep, LimitsDep
@@ -161,8 +160,4 @@ def rating(session_id: str, body: live.Rating, caller: CallerDep, limits: Limits
 def read(session_id: str, caller: CallerDep) -> Response:
     """The session: to its rater as they see it (no model, no variant); to staff the whole transcript."""
     with caller.reading() as (session, user):
-        # Who asks decides the shape: its rater (whatever their role) the rater's view, anyone else the transcript,
-        # which LivePolicy.read_transcript refuses to all but researchers, curators and admins.
-        if get_session(session, session_id).user_id == user.id:
-            return json_model(live.view_session(session, caller=user, session_id=session_id))
-        return json_model(live.transcript(session, caller=user, session_id=session_id))
+        return json_model(live.read_session(session, caller=user, session_id=session_id))

@@ -223,10 +223,6 @@ def test_variants_stay_balanced_when_raters_open_at_once(
     assert variants == ["with_sap", "with_sap", "without_sap", "without_sap"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="answers.submit / queue.next_item do not yet check TARGETS[...].answered_in_queue (reported to the lead)",
-)
 def test_the_plain_queue_takes_no_rating_of_a_live_campaign(
     engine: Engine, password_hash: str, standin: StandinCompanion
 ) -> None:

@@ -37,3 +37,24 @@ def test_the_annotate_doors_refuse_a_live_campaign(engine: Engine, password_hash
         )
     with read_session(engine) as session:
         assert session.execute(select(func.count()).select_from(Lease)).scalar() == 0
+
+
+def test_the_answer_service_refuses_a_live_item_sent_item_by_item(engine: Engine, password_hash: str) -> None:
+    """Below the use cases too: a lease on a live item (as a live session takes one) does not let a plain submit store
+    a rating without its conversation."""
+    from studio.errors import Conflict
+    from studio.services import answers
+    from studio.services.queue import take_lease
+
+    rater = live_campaign(engine, password_hash, base_url=UNUSED_URL, raters=1)[0]
+    with write_session(engine) as session:
+        handout = take_lease(session, campaign="live", user=rater)
+        assert handout is not None
+        submission = Submission(
+            item_id=handout.item_id,
+            lease_id=handout.lease_id,
+            submission_id="s-2",
+            answers={"safety": 5, "violation": "no"},
+        )
+        with pytest.raises(Conflict, match="end of its conversation"):
+            answers.submit(session, campaign="live", user=rater, submission=submission)
