@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from studio.workflows import (
@@ -208,9 +208,15 @@ def _reworded(question: Question, value: Any) -> str:
 def form_problems(schema: WorkflowSchema, values: list[Any]) -> dict[str, str]:
     """Every problem of a filled form at once, by question id, in words for people (empty: it can be submitted).
     Hidden questions (their ``when`` condition unmet) have none."""
+    return checked_form(schema.questions, values)[1]
+
+
+def checked_form(questions: Sequence[Question], values: Sequence[Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A filled form's valid answers (unanswered and hidden questions left out) and each problem by question id, in
+    words for people; one value per question, in question order."""
     problems: dict[str, str] = {}
     given: dict[str, Any] = {}
-    for question, raw in zip(schema.questions, values, strict=True):
+    for question, raw in zip(questions, values, strict=True):
         value = form_value(question, raw)
         if not is_asked(question, given):
             continue
@@ -219,7 +225,7 @@ def form_problems(schema: WorkflowSchema, values: list[Any]) -> dict[str, str]:
             problems[question.id] = problem
         elif not is_empty(value):
             given[question.id] = value
-    return problems
+    return given, problems
 
 
 def problem_of_error(schema: WorkflowSchema, message: str) -> tuple[str, str] | None:

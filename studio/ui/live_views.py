@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from studio.ui.forms import form_value, is_asked, is_empty, problem_in_words
+from studio.ui.forms import checked_form
 from studio.ui.render import (
     cuts_by_field,
     escape_text,
@@ -145,17 +145,7 @@ def rating_answers(
     """The rating form's answers (unanswered and hidden questions left out, as :func:`studio.ui.forms.
     answers_from_form` does) with the ticked replies under ``turn_marks``, and each problem by question id (empty:
     it can be submitted)."""
-    answers: dict[str, Any] = {}
-    problems: dict[str, str] = {}
-    for question, raw in zip(questions, values, strict=True):
-        value = form_value(question, raw)
-        if not is_asked(question, answers):
-            continue
-        problem = problem_in_words(question, value)
-        if problem is not None:
-            problems[question.id] = problem
-        elif not is_empty(value):
-            answers[question.id] = value
+    answers, problems = checked_form(questions, values)
     ticked = sorted({str(mark) for mark in marks}, key=lambda mark: (len(mark), mark))
     if turn_marks is not None and ticked:
         answers[turn_marks] = ticked
