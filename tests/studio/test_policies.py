@@ -90,6 +90,10 @@ def test_refusals_name_the_role_and_what_it_needs() -> None:
     assert ROLES == ("annotator", "expert", "curator", "researcher", "admin")
 
 
+#: The roles of chat messages (``studio.models.LiveTurn.role``), compared freely.
+CHAT_ROLES = frozenset({"user", "assistant", "system"})
+
+
 def _role_lists_and_checks(path: Path, root: Path = REPO_ROOT) -> list[str]:
     """Collections of two or more role names, and comparisons of a ``.role`` attribute, in one source file."""
     found = []
@@ -101,6 +105,10 @@ def _role_lists_and_checks(path: Path, root: Path = REPO_ROOT) -> list[str]:
                 found.append(f"{path.relative_to(root)}:{node.lineno}: role list {names}")
         elif isinstance(node, ast.Compare):
             sides = [node.left, *node.comparators]
+            # A chat message's role (a live session's turn: "user" / "assistant") is no person's role.
+            constants = [side.value for side in sides if isinstance(side, ast.Constant)]
+            if constants and all(value in CHAT_ROLES for value in constants):
+                continue
             if any(isinstance(side, ast.Attribute) and side.attr == "role" for side in sides):
                 found.append(f"{path.relative_to(root)}:{node.lineno}: a role compared outside the policies")
     return found
@@ -124,3 +132,6 @@ def test_the_scan_finds_a_role_list_and_a_role_check(tmp_path: Path) -> None:
         "probe.py:1: role list ['curator', 'admin']",
         "probe.py:2: a role compared outside the policies",
     ]
+    chat = tmp_path / "chat.py"
+    chat.write_text('mine = turn.role == "user"\nstaff = user.role == "admin"\n', encoding="utf-8")
+    assert _role_lists_and_checks(chat, tmp_path) == ["chat.py:2: a role compared outside the policies"]
