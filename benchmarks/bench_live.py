@@ -49,7 +49,7 @@ def main() -> None:
     direct_ms: list[float] = []
     with StandinCompanion(token_delay_s=0.0) as companion:
         raters = live_campaign(
-            engine, hash_password("bench"), base_url=companion.base_url, raters=args.turns, max_turns=2,
+            engine, hash_password("bench"), base_url=companion.base_url, raters=args.turns, min_turns=1, max_turns=2,
             messages_per_minute=1000,
         )  # fmt: skip
         for number, rater in enumerate(raters):
