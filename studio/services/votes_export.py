@@ -30,6 +30,7 @@ from studio.models import Answer, Campaign, Item, LiveSession, ResponseRow, User
 from studio.results.export_formats import ColumnKind, format_for
 from studio.results.export_formats import cell_text as value_text
 from studio.services.queue import campaign_schema, get_campaign, pair_order
+from studio.services.targets import target_kind
 from studio.workflows import Pairwise
 
 #: ``seconds_spent`` is what the annotator's page reported (empty when the client sent none); ``server_seconds`` is
@@ -70,10 +71,10 @@ def neutralise_cell(value: Any) -> str:
     return str(csv_cell(value_text(value)))
 
 
-def target_id(item: Item) -> str:
-    """The item's target: the scenario id, ``scenario:response_id`` or ``scenario:response_id:response_b_id``."""
-    parts = [item.scenario_id] + [str(part) for part in (item.response_id, item.response_b_id) if part is not None]
-    return ":".join(parts)
+def target_id(item: Item, *, kind: str = "scenario") -> str:
+    """The item's target as its kind names it (``studio.services.targets``): the scenario id,
+    ``scenario:response_id`` or ``scenario:response_id:response_b_id``."""
+    return target_kind(kind).export_target(item=item)
 
 
 def campaign_questions(engine: Engine, campaign: str) -> list[str]:
@@ -128,7 +129,7 @@ def vote_rows(
                 yield {
                     "campaign": found.name,
                     "item": item.id,
-                    "target_id": target_id(item),
+                    "target_id": target_id(item, kind=found.target_kind),
                     **targets,
                     "annotator": username,
                     "question": asked,
