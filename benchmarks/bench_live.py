@@ -59,7 +59,7 @@ def main() -> None:
             assert opened is not None
             session_id = opened[0].session_id
             text = opened[0].content["opening_line"]
-            for path in (("studio", "direct") if number % 2 else ("direct", "studio")):
+            for path in ("studio", "direct") if number % 2 else ("direct", "studio"):
                 started = time.perf_counter()
                 if path == "studio":
                     list(live.send_message(context, session_id=session_id, text=text, lease_seconds=600))

@@ -29,6 +29,9 @@ ROLES: tuple[Role, ...] = get_args(Role)
 CURATORS: frozenset[Role] = frozenset({"curator", "admin"})
 #: People who read results and the curation views (curators too).
 RESEARCHERS: frozenset[Role] = frozenset({"researcher", "curator", "admin"})
+#: People who review live sessions the crisis tripwire marked (``LivePolicy.review``): experts, and researchers,
+#: curators and admins.
+REVIEWERS: frozenset[Role] = frozenset({"expert", "researcher", "curator", "admin"})
 #: People who manage campaigns: they see every campaign, open or closed, and every campaign's progress.
 MANAGERS: frozenset[Role] = RESEARCHERS
 #: People who run the studio: accounts, the whole audit log, creating and assigning campaigns. The store always keeps
@@ -189,18 +192,25 @@ class LivePolicy:
         return CampaignPolicy.answer(campaign)
 
     @staticmethod
-    def read_transcript(*, owner_id: int | None, caller_id: int) -> PolicyAction:
-        """A session's whole record (model, variant, tripwire): researchers, curators and admins. Its rater reads
-        their own session through the rater's view, which names neither model nor variant."""
+    def read_transcript(*, owner_id: int | None, caller_id: int, needs_review: bool = False) -> PolicyAction:
+        """A session's whole record (model, variant, tripwire): researchers, curators and admins, and experts for a
+        session the crisis tripwire marked for their review. Its rater reads their own session through the rater's
+        view, which names neither model nor variant."""
 
         def may_read(caller: Caller) -> str | None:
-            if caller.role in RESEARCHERS:
+            if caller.role in RESEARCHERS or (needs_review and caller.role in REVIEWERS):
                 return None
             if owner_id is not None and owner_id == caller_id:
                 return "session: your own conversation is shown without its model and variant (GET as its rater)"
-            return "session: only its rater, researchers, curators and admins may read a session"
+            return "session: only its rater, researchers, curators and admins (experts: a session marked for review)"
 
         return may_read
+
+    @staticmethod
+    def review() -> PolicyAction:
+        """List the sessions the crisis tripwire marked for review and record a review: experts, and those who read
+        results."""
+        return _one_of(REVIEWERS)
 
 
 class CurationPolicy:

@@ -41,6 +41,10 @@ class LiveSession(SQLModel, table=True):
     user_model: str | None = Field(default=None, max_length=256)
     #: A crisis signal was seen in a user's message: the session waits for an expert's review.
     needs_review: bool = Field(default=False, index=True)
+    #: The expert review of a marked session (``studio.services.live_review``): who, when, what they noted.
+    reviewed_by: str | None = Field(default=None, max_length=64)
+    reviewed_at: datetime | None = Field(default=None, sa_type=UTCDateTime)
+    review_note: str | None = None
     answer_id: int | None = Field(default=None, foreign_key="answer.id")
     simulated_rating: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     created_at: datetime = Field(default_factory=utc_now, sa_type=UTCDateTime)

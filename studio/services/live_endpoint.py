@@ -12,10 +12,10 @@ import logging
 import os
 from typing import Any
 
-from pipeline.live.companion import CompanionEndpoint, CompanionError, probe
-from pipeline.live.tripwire import ClassifierEndpoint
 from pydantic import BaseModel, Field, field_validator
 
+from pipeline.live.companion import CompanionEndpoint, CompanionError, probe
+from pipeline.live.tripwire import ClassifierEndpoint
 from studio.errors import InvalidInput
 from studio.workflow_live import LiveSpec
 

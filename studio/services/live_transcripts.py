@@ -43,6 +43,9 @@ class Transcript(BaseModel):
     variant: str
     status: str
     needs_review: bool
+    reviewed_by: str | None = None
+    reviewed_at: datetime | None = None
+    review_note: str | None = None
     created_at: datetime
     ended_at: datetime | None
     rating: dict[str, Any] | None
@@ -75,6 +78,9 @@ def transcript(session: Session, *, live: LiveSession) -> Transcript:
         variant=live.variant,
         status=live.status,
         needs_review=live.needs_review,
+        reviewed_by=live.reviewed_by,
+        reviewed_at=live.reviewed_at,
+        review_note=live.review_note,
         created_at=live.created_at,
         ended_at=live.ended_at,
         rating=rating,

@@ -20,8 +20,9 @@ from pipeline.live.companion import CompanionError, stream_reply
 from studio.errors import CompanionUnavailable
 from studio.models import UserPublic
 from studio.policies import LivePolicy, authorize
-from studio.services import answers, live_sessions, live_transcripts, live_turns
+from studio.services import answers, live_review, live_sessions, live_transcripts, live_turns
 from studio.services.answer_values import AnswerLimits
+from studio.services.live_review import ReviewEntry, ReviewIn
 from studio.services.live_sessions import LiveSessionView, LiveTurnView
 from studio.services.live_transcripts import Transcript
 from studio.services.queue import campaign_state
@@ -31,9 +32,13 @@ __all__ = [
     "LiveSessionView",
     "LiveTurnView",
     "Rating",
+    "ReviewEntry",
+    "ReviewIn",
     "Transcript",
     "rate",
     "read_session",
+    "review_session",
+    "sessions_for_review",
     "retry_reply",
     "send_message",
     "start_session",
@@ -93,7 +98,21 @@ def read_session(session: Session, *, caller: UserPublic, session_id: str) -> Li
 def transcript(session: Session, *, caller: UserPublic, session_id: str) -> Transcript:
     """A session's whole record, for researchers, curators and admins."""
     live = live_sessions.get_session(session, session_id)
-    authorize(caller, LivePolicy.read_transcript(owner_id=live.user_id, caller_id=caller.id))
+    policy = LivePolicy.read_transcript(owner_id=live.user_id, caller_id=caller.id, needs_review=live.needs_review)
+    authorize(caller, policy)
+    return live_transcripts.transcript(session, live=live)
+
+
+def sessions_for_review(session: Session, *, caller: UserPublic, campaign: str) -> list[ReviewEntry]:
+    """The campaign's sessions the crisis tripwire marked and nobody has reviewed yet (experts and staff)."""
+    authorize(caller, LivePolicy.review())
+    return live_review.sessions_for_review(session, campaign=campaign)
+
+
+def review_session(session: Session, *, caller: UserPublic, session_id: str, review: ReviewIn) -> Transcript:
+    """Record the caller's review of a marked session (the mark cleared, the note kept and audit-logged)."""
+    authorize(caller, LivePolicy.review())
+    live = live_review.record_review(session, session_id=session_id, reviewer=caller.username, note=review.note)
     return live_transcripts.transcript(session, live=live)
 
 

@@ -21,6 +21,7 @@ from typing import Any
 
 from fastapi import APIRouter, Request, Response, status
 from fastapi.responses import StreamingResponse
+from pydantic import RootModel
 
 from studio.errors import CompanionUnavailable, ServiceError
 from studio.services.text import safe_text
@@ -161,3 +162,22 @@ def read(session_id: str, caller: CallerDep) -> Response:
     """The session: to its rater as they see it (no model, no variant); to staff the whole transcript."""
     with caller.reading() as (session, user):
         return json_model(live.read_session(session, caller=user, session_id=session_id))
+
+
+class ReviewList(RootModel[list[live.ReviewEntry]]):
+    """The sessions waiting for review, as a JSON list."""
+
+
+@router.get("/campaigns/{name}/sessions/review", response_model=list[live.ReviewEntry])
+def sessions_for_review(name: str, caller: CallerDep) -> Response:
+    """The campaign's sessions the crisis tripwire marked for review, not yet reviewed (experts and staff)."""
+    with caller.reading() as (session, user):
+        entries = live.sessions_for_review(session, caller=user, campaign=name)
+    return json_model(ReviewList(root=entries))
+
+
+@router.post("/sessions/{session_id}/review", response_model=live.Transcript)
+def review(session_id: str, body: live.ReviewIn, caller: CallerDep) -> Response:
+    """Record the caller's review of a marked session: the mark cleared, the note kept (audit-logged)."""
+    with caller.writing() as (session, user):
+        return json_model(live.review_session(session, caller=user, session_id=session_id, review=body))

@@ -237,6 +237,9 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
     ("POST", "/v1/sessions/{session_id}/retry"): "annotator",
     ("POST", "/v1/sessions/{session_id}/rating"): "annotator",
     ("GET", "/v1/sessions/{session_id}"): "annotator",
+    # The expert review of sessions the crisis tripwire marked: experts and staff, never annotators.
+    ("GET", "/v1/campaigns/{name}/sessions/review"): "staff",
+    ("POST", "/v1/sessions/{session_id}/review"): "staff",
     **{
         ("GET", f"/v1/results/{name}"): "staff"
         for name in (
@@ -299,6 +302,7 @@ BODIES: dict[tuple[str, str], dict[str, Any]] = {
     ("PUT", "/v1/campaigns/{name}/answers/{item_id}"): {"answers": {"verdict": "keep"}},
     ("POST", "/v1/sessions/{session_id}/messages"): {"text": "hello"},
     ("POST", "/v1/sessions/{session_id}/rating"): {"submission_id": "s", "answers": {"safety": 3}},
+    ("POST", "/v1/sessions/{session_id}/review"): {"note": "checked"},
     ("POST", "/v1/curation/scenarios/{scenario_id}/decision"): {"action": "reject", "reason": "crafted"},
     ("POST", "/v1/curation/versions"): {"name": "crafted-version"},
     ("POST", "/v1/admin/users"): {"username": "crafted", "role": "admin", "password": "crafted-password"},
