@@ -15,6 +15,7 @@ cases; a refusal (429, 409, 422, ...) is said on the message line, never as a cr
 # a handler's annotations, and `gradio` is imported inside functions (it is heavy).
 import hashlib
 import json
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -49,6 +50,8 @@ __all__ = ["LiveTab", "questions_key"]
 #: Raters stream at once: each send holds its handler for the whole reply (Gradio runs one event per handler at a
 #: time by default, so one rater's reply would make the others wait for it).
 STREAMS_AT_ONCE = 16
+#: Seconds between two redraws of a reply as it streams (the stored reply is drawn whole at the end).
+STREAM_REDRAW_S = 0.1
 
 
 def questions_key(questions: list[dict[str, Any]]) -> str:
@@ -322,12 +325,16 @@ class LiveTab:
             waiting[4] = gr.Textbox(value="", interactive=False)  # the message is in the conversation now
             waiting[5], waiting[6] = gr.Button(interactive=False), gr.Button(visible=False)
             yield waiting
+            shown_at = 0.0
             for piece in replies:
                 if isinstance(piece, str):
                     reply += piece
-                    growing = skipped.copy()
-                    growing[2] = conversation_html(turns, streaming=reply)
-                    yield growing
+                    # At most one redraw per STREAM_REDRAW_S: every delta redrawn would keep a busy browser drawing.
+                    if time.monotonic() - shown_at >= STREAM_REDRAW_S:
+                        shown_at = time.monotonic()
+                        growing = skipped.copy()
+                        growing[2] = conversation_html(turns, streaming=reply)
+                        yield growing
             yield self.panel_values(self._view(request, session_id), marks=marks)
         except CompanionUnavailable as error:
             yield self.panel_values(self._view(request, session_id), note=str(error), error=True, marks=marks)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,7 @@ CHROMIUM_ARGS = [
     "--no-first-run",
 ]
 #: Waits for the UI to react (a Gradio round trip on a 2-core machine); a limit, not an assertion on speed.
-UI_WAIT_MS = 30_000
+UI_WAIT_MS = 60_000
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,16 @@ def browser() -> Iterator[object]:
 
     with sync_playwright() as playwright:
         launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        opens_context = launched.new_context
+
+        def new_context(*args: Any, **kwargs: Any) -> Any:
+            # Every page's actions (click, fill, waits without their own timeout) get UI_WAIT_MS, not Playwright's
+            # 30 s default: on a busy machine a Gradio round trip may take longer. A limit, not a speed assertion.
+            context = opens_context(*args, **kwargs)
+            context.set_default_timeout(UI_WAIT_MS)
+            return context
+
+        launched.new_context = new_context  # type: ignore[method-assign]
         yield launched
         launched.close()
 

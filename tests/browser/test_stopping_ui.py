@@ -83,8 +83,11 @@ def _scenario_of_items(engine: Any) -> dict[int, str]:
 
 def _vote_over_rest(api: str, username: str, verdict: Any) -> None:
     """``username`` answers every item the queue hands them, the verdict ``verdict(item_id)``."""
-    token = httpx.post(f"{api}/login", json={"username": username, "password": PASSWORD}).json()["token"]
-    with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {token}"}) as client:
+    # httpx's default 5 s is too short on a busy machine (argon2 at sign-in, the queue's locks): a limit, not a speed
+    # assertion.
+    credentials = {"username": username, "password": PASSWORD}
+    token = httpx.post(f"{api}/login", json=credentials, timeout=60).json()["token"]
+    with httpx.Client(base_url=api, headers={"Authorization": f"Bearer {token}"}, timeout=60) as client:
         while (offered := client.get(f"/campaigns/{CAMPAIGN}/next")).status_code == 200:
             item = offered.json()
             answers = {"verdict": verdict(item["item_id"]), "subtask_label": "dialogue_base"}
