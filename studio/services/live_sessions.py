@@ -171,19 +171,19 @@ def replies_done(turns: list[LiveTurn]) -> int:
 
 
 def _rater_content(session: Session, *, live: LiveSession, campaign: CampaignState) -> dict[str, Any]:
-    scenario = session.get(ScenarioRow, _scenario_id(session, live))
-    if scenario is None:
-        raise NotFound(f"session: the scenario of session {live.id!r} is gone")
+    scenario = scenario_row_of(session, live)
     content = build_item_content(scenario=scenario, responses=[], reveal=list(campaign.schema.reveal))
     content["opening_line"] = content.pop("user_input")
     return content
 
 
-def _scenario_id(session: Session, live: LiveSession) -> str:
+def scenario_row_of(session: Session, live: LiveSession) -> ScenarioRow:
+    """The scenario the session's item points at; ``NotFound`` when the item or the scenario is gone."""
     item = session.get(Item, live.item_id)
-    if item is None:
-        raise NotFound(f"session: the item of session {live.id!r} is gone")
-    return item.scenario_id
+    scenario = session.get(ScenarioRow, item.scenario_id) if item is not None else None
+    if scenario is None:
+        raise NotFound(f"session: the scenario of session {live.id!r} is gone")
+    return scenario
 
 
 def session_view(session: Session, *, live: LiveSession, campaign: CampaignState) -> LiveSessionView:

@@ -25,7 +25,7 @@ from pipeline.live.tripwire import ClassifierEndpoint, check_sap_reply, tripwire
 from pipeline.records import Scenario
 from studio.db import lock_item
 from studio.errors import Conflict, InvalidInput, PermissionDenied, TooManyRequests
-from studio.models import Campaign, Item, LiveSession, LiveTurn, ScenarioRow, UserPublic, utc_now
+from studio.models import Campaign, LiveSession, LiveTurn, UserPublic, utc_now
 from studio.services.curation_decisions import scenario_record
 from studio.services.live_endpoint import (
     LiveEndpointConfig,
@@ -40,6 +40,7 @@ from studio.services.live_sessions import (
     live_spec,
     renew_lease,
     replies_done,
+    scenario_row_of,
     session_turns,
 )
 from studio.services.queue import DEFAULT_LEASE_SECONDS, require_open
@@ -63,14 +64,6 @@ class PendingReply:
     #: The message carried a crisis signal: the reply gets the SAP check.
     crisis: bool
     max_turns: int
-
-
-def _scenario(session: Session, item_id: int) -> Scenario:
-    item = session.get(Item, item_id)
-    row = session.get(ScenarioRow, item.scenario_id) if item is not None else None
-    if row is None:
-        raise Conflict("session: its scenario is gone from the store")
-    return Scenario.model_validate(scenario_record(row))
 
 
 def _session_for_turn(session: Session, *, session_id: str, user: UserPublic | None) -> LiveSession:
@@ -207,12 +200,17 @@ def _stored_endpoint(session: Session, live: LiveSession) -> dict[str, Any] | No
     return campaign.live_endpoint if campaign is not None else None
 
 
+def _scenario(session: Session, live: LiveSession) -> Scenario:
+    """The session's scenario as the pipeline's record, the prompt's input."""
+    return Scenario.model_validate(scenario_record(scenario_row_of(session, live)))
+
+
 def _pending(
     session: Session, *, live: LiveSession, spec: LiveSpec, endpoint: CompanionEndpoint, crisis: bool
 ) -> PendingReply:
     turns = session_turns(session, live.id)
     conversation = [(turn.role, turn.text) for turn in turns]
-    messages = live_messages(scenario=_scenario(session, live.item_id), variant=live.variant, turns=conversation)  # type: ignore[arg-type]
+    messages = live_messages(scenario=_scenario(session, live), variant=live.variant, turns=conversation)  # type: ignore[arg-type]
     return PendingReply(
         session_id=live.id,
         campaign_id=live.campaign_id,
