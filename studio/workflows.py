@@ -256,6 +256,27 @@ class TargetFilter(SchemaModel):
     subtasks: list[str] | None = None
 
 
+class AuditSpec(SchemaModel):
+    """A seeded random audit sample of an adjudication campaign: ``share`` of the judged responses (or ``items`` of
+    them), drawn uniformly by ``numpy.random.default_rng(seed)`` from every judged response the selection takes,
+    flagged or not (``studio.services.targets.audit_draw``); the labelled set of ``studio.results.ppi``."""
+
+    share: float | None = Field(default=None, gt=0, le=1)
+    items: int | None = Field(default=None, ge=1)
+    seed: int = Field(default=0, ge=0)
+
+    @model_validator(mode="after")
+    def _one_size(self) -> AuditSpec:
+        if (self.share is None) == (self.items is None):
+            raise ValueError("audit: give exactly one of share (0 < share <= 1) or items (>= 1)")
+        return self
+
+    def size(self, population: int) -> int:
+        """How many of ``population`` judged responses the audit draws (a share rounds up; never more than all)."""
+        wanted = self.items if self.items is not None else math.ceil((self.share or 0) * population)
+        return min(population, wanted)
+
+
 class WorkflowSchema(SchemaModel):
     """One annotation workflow (one YAML file)."""
 
@@ -278,6 +299,8 @@ class WorkflowSchema(SchemaModel):
     stopping: StoppingRule | None = None
     #: How a ``live_session`` conversation runs (``studio.workflow_live``); required for that target, else refused.
     live: LiveSpec | None = None
+    #: A seeded random audit sample beside the flagged items (target ``response``, type ``adjudication`` only).
+    audit: AuditSpec | None = None
 
     @field_validator("name", "type")
     @classmethod
@@ -307,6 +330,8 @@ class WorkflowSchema(SchemaModel):
             raise ValueError("pairwise questions go with target response_pair, and only with it")
         self._check_crowd_models()
         self._check_live()
+        if self.audit is not None and (self.target, self.type) != ("response", "adjudication"):
+            raise ValueError("audit: an audit sample goes with an adjudication workflow (target response) only")
         return self
 
     def _check_live(self) -> None:

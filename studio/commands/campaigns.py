@@ -67,6 +67,23 @@ def resolve_schema(schema: str, schemas_dir: Path | None) -> WorkflowSchema:
     return schemas[schema]
 
 
+def with_audit(schema: WorkflowSchema, *, share: float | None, items: int | None, seed: int) -> WorkflowSchema:
+    """``schema`` with the audit sample the options ask for (``studio.workflows.AuditSpec``); unchanged without
+    ``--audit-share``/``--audit-items``. A usage error names what is wrong (both given, not an adjudication)."""
+    if share is None and items is None:
+        return schema
+    from pydantic import ValidationError
+
+    from studio.workflows import WorkflowSchema
+
+    try:
+        return WorkflowSchema.model_validate(
+            {**schema.model_dump(mode="json"), "audit": {"share": share, "items": items, "seed": seed}}
+        )
+    except ValidationError as error:
+        raise click.UsageError(f"--audit-share/--audit-items: {error.errors()[0]['msg']}") from None
+
+
 def live_endpoint_option(
     schema: WorkflowSchema,
     *,
@@ -185,6 +202,15 @@ def campaign() -> None:
     metavar="URL",
     help="live_session only: an HTTP crisis classifier consulted beside the built-in lexicon.",
 )
+@click.option(
+    "--audit-share",
+    type=click.FloatRange(min=0, max=1, min_open=True),
+    default=None,
+    help="adjudication only: add a seeded random audit sample of this share of the judged responses, flagged or "
+    "not (the labelled set of the prediction-powered scores); overrides the workflow's audit:.",
+)
+@click.option("--audit-items", type=click.IntRange(min=1), default=None, help="adjudication only: audit N responses.")
+@click.option("--audit-seed", type=click.IntRange(min=0), default=0, show_default=True, help="The audit draw's seed.")
 @db_option
 def create(
     name: str,
@@ -203,6 +229,9 @@ def create(
     api_key_env: str | None,
     token_budget: int | None,
     classifier_url: str | None,
+    audit_share: float | None,
+    audit_items: int | None,
+    audit_seed: int,
     db_url: str | None,
 ) -> None:
     """Create campaign NAME over the targets the schema and filters pick.
@@ -214,7 +243,7 @@ def create(
     from studio.services.campaigns import create_campaign
     from studio.services.targets import TargetSelection
 
-    schema = resolve_schema(schema_name, schemas_dir)
+    schema = with_audit(resolve_schema(schema_name, schemas_dir), share=audit_share, items=audit_items, seed=audit_seed)
     live = {
         "base_url": base_url,
         "api_key_env": api_key_env,

@@ -1,4 +1,4 @@
-"""``h2h export {leaderboard,sap,instruction,agreement,adjudicated,dataset}``: result tables out of the store.
+"""``h2h export {leaderboard,leaderboard-ppi,sap,instruction,agreement,adjudicated,dataset}``: result tables.
 
 The format follows the output's suffix, looked up in the registry of export formats (.csv — UTF-8 with a byte-order
 mark, formula-safe —, .jsonl, .parquet, …; see ``studio.results.export_formats``); the ``-o`` help lists the
@@ -118,6 +118,26 @@ def leaderboard_export(
         click.echo(f"partial: {line}", err=True)
     if partial:
         click.echo(AVERAGES_RULE, err=True)
+
+
+@click.command("leaderboard-ppi")
+@output_option
+@click.option("--variant", default=None, help="with_sap or without_sap (needed when the store holds both).")
+@click.option("--signature", default=None, help="Score signature label (needed when the store holds several).")
+@click.option("--judge", default=None, help="Judge label judge=MODEL|prompt=VERSION (needed when several).")
+@db_option
+def leaderboard_ppi_export(
+    output: Path, variant: str | None, signature: str | None, judge: str | None, db_url: str | None
+) -> None:
+    """Prediction-powered itinerary scores per model and judged subtask (``studio.results.ppi``): the judge on every
+    judged item rectified by the experts on the seeded random audit, with Table 2's classic mean, the audit's own
+    mean and interval, and the effective n. The rule goes to stderr."""
+    from studio.services.research_ppi import ppi_table
+
+    with store_session(db_url) as session:
+        view = ppi_table(session, variant=variant, signature=signature, judge=judge)
+    write(view.table, output, "leaderboard-ppi")
+    click.echo(view.rule, err=True)
 
 
 @click.command("sap")
@@ -274,6 +294,7 @@ def dataset_export(output: Path, version: str, db_url: str | None) -> None:
 
 RESULT_EXPORTS: tuple[click.Command, ...] = (
     leaderboard_export,
+    leaderboard_ppi_export,
     sap_export,
     instruction_export,
     agreement_export,

@@ -56,6 +56,9 @@ class ItemBase(SQLModel):
     response_id: int | None = Field(default=None, foreign_key="response.id", index=True)
     response_b_id: int | None = Field(default=None, foreign_key="response.id")
     is_gold: bool = False
+    #: Drawn into the campaign's seeded random audit sample (``studio.workflows.AuditSpec``): an adjudication item
+    #: drawn uniformly from every judged response, flagged or not, so its expert score can rectify the judge (PPI).
+    audit: bool = Field(default=False, sa_column_kwargs={"server_default": false()})
 
 
 class Item(ItemBase, table=True):

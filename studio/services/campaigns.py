@@ -108,6 +108,7 @@ def _item_rows(
                 "answer_count": 0,
                 "is_gold": answers is not None,
                 "gold_answers": answers,
+                "audit": bool(target.get("audit", False)),
             }
         )
     return rows

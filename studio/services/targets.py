@@ -15,11 +15,13 @@ from collections.abc import Iterable
 from itertools import combinations
 from typing import Any, ClassVar
 
+import numpy as np
 from pydantic import BaseModel
 from sqlalchemy import select
 from sqlmodel import Session, col
 
-from studio.models import ResponseRow, ScenarioRow
+from pipeline.taxonomy import JUDGED_SUBTASKS
+from studio.models import ResponseRow, ScenarioRow, ScoreRow
 from studio.services.content import pair_is_swapped
 from studio.workflows import WorkflowSchema
 
@@ -65,6 +67,27 @@ def response_query(schema: WorkflowSchema, selection: TargetSelection) -> Any:
     if selection.flagged_only or schema.target_filter.flagged_for_adjudication:
         query = query.where(col(ResponseRow.needs_adjudication).is_(True))
     return query.order_by(col(ResponseRow.scenario_id), col(ResponseRow.model), col(ResponseRow.variant))
+
+
+def audit_draw(session: Session, *, schema: WorkflowSchema, selection: TargetSelection) -> dict[int, Any]:
+    """The audit sample of ``schema.audit`` by response id: drawn uniformly without replacement by
+    ``numpy.random.default_rng(seed)`` from every JUDGED response the selection takes (a judged subtask, itinerary
+    I–III, with a judge score), flagged or not, listed in ``response_query``'s stable order, so a rerun on the same
+    store draws the same responses. Empty without ``audit:``."""
+    if schema.audit is None:
+        return {}
+    unflagged = schema.model_copy(
+        update={"target_filter": schema.target_filter.model_copy(update={"flagged_for_adjudication": None})}
+    )
+    query = (
+        response_query(unflagged, selection.model_copy(update={"flagged_only": False}))
+        .join(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
+        .where(col(ScoreRow.subtask).in_(sorted(JUDGED_SUBTASKS)), col(ScoreRow.J_judge).is_not(None))
+    )
+    population = session.execute(query).all()
+    size = schema.audit.size(len(population))
+    picks = np.random.default_rng(schema.audit.seed).choice(len(population), size=size, replace=False)
+    return {population[index].id: population[index] for index in sorted(int(pick) for pick in picks)}
 
 
 def response_pairs(rows: Iterable[Any]) -> list[tuple[str, int, int]]:
@@ -127,8 +150,14 @@ class ResponseTarget(TargetKindSpec):
     name = "response"
 
     def select(self, session: Session, *, schema: WorkflowSchema, selection: TargetSelection) -> list[ItemTarget]:
+        """The selected responses; with a workflow ``audit:``, its seeded random draw too, each marked ``audit``."""
         rows = session.execute(response_query(schema, selection)).all()
-        return [_target(row.scenario_id, row.id) for row in rows]
+        if schema.audit is None:
+            return [_target(row.scenario_id, row.id) for row in rows]
+        drawn = audit_draw(session, schema=schema, selection=selection)
+        merged = {row.id: row for row in [*rows, *drawn.values()]}
+        ordered = sorted(merged.values(), key=lambda row: (row.scenario_id, row.model, row.variant))
+        return [{**_target(row.scenario_id, row.id), "audit": row.id in drawn} for row in ordered]
 
     def shown_response_ids(self, *, item: Any, pair_seed: str, user_id: int) -> tuple[int, ...]:
         return (item.response_id,)

@@ -18,14 +18,16 @@ from studio.models import UserPublic
 from studio.policies import ResultsPolicy, authorize
 from studio.results.defaults import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from studio.results.live_sap import DEFAULT_LIVE_RESAMPLES, LiveSapReport
-from studio.services import live_results, research, research_quality
+from studio.services import live_results, research, research_ppi, research_quality
 from studio.services.research import LeaderboardView, ScoreChoices
+from studio.services.research_ppi import PpiView
 from studio.services.research_quality import CalibrationView, CampaignAgreement
 
 #: The tables :func:`table` builds, by the name a page or a client sends.
 TABLE_NAMES: tuple[str, ...] = (
     "leaderboard",
     "leaderboard_coverage",
+    "leaderboard_ppi",
     "table3",
     "instruction_following",
     "agreement",
@@ -54,6 +56,20 @@ def leaderboard(
     """Paper Table 2 for one variant, signature and judge, with the items pending adjudication per model."""
     authorize(caller, ResultsPolicy.read())
     return research.leaderboard(session, variant=variant or None, signature=signature or None, judge=judge or None)
+
+
+def ppi_table(
+    session: Session,
+    *,
+    caller: UserPublic,
+    variant: str | None = None,
+    signature: str | None = None,
+    judge: str | None = None,
+) -> PpiView:
+    """Prediction-powered itinerary scores per (model, judged subtask) of one variant, signature and judge: the
+    judge on every judged item, rectified by the experts on the random audit (``studio.results.ppi``)."""
+    authorize(caller, ResultsPolicy.read())
+    return research_ppi.ppi_table(session, variant=variant or None, signature=signature or None, judge=judge or None)
 
 
 def safety_table(
@@ -200,6 +216,7 @@ def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> 
     return {
         "leaderboard": lambda: board().table,
         "leaderboard_coverage": lambda: board().coverage,
+        "leaderboard_ppi": lambda: ppi_table(session, caller=caller, **scoring).table,
         "table3": lambda: safety_table(
             session,
             caller=caller,

@@ -47,6 +47,17 @@ def leaderboard(
     }
 
 
+@router.get("/leaderboard/ppi")
+def leaderboard_ppi(
+    caller: CallerDep, variant: str | None = None, signature: str | None = None, judge: str | None = None
+) -> dict[str, Any]:
+    """Prediction-powered itinerary scores per (model, judged subtask): the judge on every judged item rectified by
+    the experts on the seeded random audit (ppi, ppi_low, ppi_high; classic; human_only; effective_n), the rule."""
+    with caller.reading() as (session, user):
+        view = research.ppi_table(session, caller=user, variant=variant, signature=signature, judge=judge)
+    return {"rows": frame_records(view.table), "rule": view.rule, "audited": view.audited, "applied": view.applied}
+
+
 @router.get("/sap")
 def sap(
     caller: CallerDep, campaign: str | None = None, by_model: bool = False, signature: str | None = None

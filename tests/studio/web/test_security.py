@@ -244,6 +244,7 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
         ("GET", f"/v1/results/{name}"): "staff"
         for name in (
             "leaderboard",
+            "leaderboard/ppi",
             "sap",
             "instruction",
             "agreement/{campaign}",
