@@ -88,8 +88,11 @@ def cell_estimate(*, y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarra
     human.update(human_low=float(low), human_high=float(high))
     if big_n == 0:
         return {**empty, **human, "note": "every judged item is audited: the human mean is the score"}
-    point = ppi_mean_pointestimate(y, yhat, yhat_unlabelled)
-    ppi_low, ppi_high = ppi_mean_ci(y, yhat, yhat_unlabelled, alpha=ALPHA)
+    # A judge that gives every item of the cell one score carries no information: PPI++'s tuned λ is then 0/0, and
+    # λ = 1 makes the estimate the audit's own mean (the judge's constant cancels).
+    lam = 1.0 if np.ptp(np.concatenate([yhat, yhat_unlabelled])) == 0 else None
+    point = ppi_mean_pointestimate(y, yhat, yhat_unlabelled, lam=lam)
+    ppi_low, ppi_high = ppi_mean_ci(y, yhat, yhat_unlabelled, alpha=ALPHA, lam=lam)
     width = float(ppi_high[0] - ppi_low[0])
     effective = n * ((float(high) - float(low)) / width) ** 2 if width > 0 else math.nan
     figures = {"ppi": float(point[0]), "ppi_low": float(ppi_low[0]), "ppi_high": float(ppi_high[0])}

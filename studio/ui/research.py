@@ -24,6 +24,7 @@ from studio.ui import research_views as views
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.downloads import DOWNLOAD_FORMATS, download_button, new_download_dir, ready, table_file
 from studio.ui.research_live import LiveSapSection
+from studio.ui.research_ppi import PpiSection
 from studio.ui.tables import display_frame, fitted, labelled, sized, table
 from studio.usecases import research
 
@@ -106,6 +107,11 @@ class ResearchTab:
             )
             self._download_row("leaderboard")
             self._download_row("leaderboard_coverage")
+            self.ppi = PpiSection(self.open_context)
+            self.ppi.build(
+                variant=self.pickers["variant"], signature=self.pickers["signature"], judge=self.pickers["judge"]
+            )
+            self._download_row("leaderboard_ppi")
         with gr.Tab("SAP safety", elem_id="h2h-research-safety-tab"):
             self._picker_note("safety", "h2h-safety")
             with gr.Row():

@@ -83,3 +83,11 @@ def test_a_cell_with_one_audited_item_has_no_ppi_and_says_why() -> None:
     row = ppi_cells(rows).iloc[0]
     assert math.isnan(row["ppi"]) and math.isnan(row["effective_n"])
     assert row["n_audited"] == 1 and "PPI needs 2" in row["note"]
+
+
+def test_a_judge_with_one_score_for_every_item_leaves_the_audits_own_mean() -> None:
+    y = np.array([40.0, 60.0, 70.0])
+    estimate = cell_estimate(y=y, yhat=np.full(3, 20.0), yhat_unlabelled=np.full(10, 20.0))
+    low, high = classical_mean_ci(y, alpha=0.05)
+    assert estimate["ppi"] == pytest.approx(y.mean())
+    assert (estimate["ppi_low"], estimate["ppi_high"]) == pytest.approx((low, high), rel=0.05)
