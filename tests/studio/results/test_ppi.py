@@ -13,7 +13,9 @@ from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 from studio.results.ppi import PPI_COLUMNS, cell_estimate, ppi_cells
 
 
-def simulated_study(rng: np.random.Generator, *, n: int, big_n: int, rho: float = 0.7, bias: float = 8.0):
+def simulated_study(
+    rng: np.random.Generator, *, n: int, big_n: int, rho: float = 0.7, bias: float = 8.0
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Human scores ~ N(60, 15²); the judge correlated ``rho`` with them and ``bias`` points too kind."""
     human = rng.normal(60.0, 15.0, size=n + big_n)
     noise = rng.normal(0.0, 15.0, size=n + big_n)

@@ -94,20 +94,31 @@ def _expected(store: Engine) -> dict[tuple[str, str], tuple[float, float, float]
     audited = {rid for rid, audit in campaign_items(store, "adj").items() if audit}
     with read_session(store) as session:
         rows = session.execute(
-            select(ResponseRow.id, ResponseRow.model, ScoreRow.subtask, ScoreRow.S, ScoreRow.J, ScoreRow.J_human)
+            select(
+                col(ResponseRow.id),
+                col(ResponseRow.model),
+                col(ScoreRow.subtask),
+                col(ScoreRow.S),
+                col(ScoreRow.J),
+                col(ScoreRow.J_human),
+            )
             .join(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
             .where(col(ResponseRow.variant) == "with_sap", col(ScoreRow.judge_model) == "judge-a")
         ).all()
     frame = pd.DataFrame(rows, columns=["id", "model", "subtask", "S", "J", "J_human"]).dropna(subset=["J"])
-    expected = {}
-    for key, cell in frame.groupby(["model", "subtask"]):
+    expected: dict[tuple[str, str], tuple[float, float, float]] = {}
+    for (model, subtask), cell in frame.groupby(["model", "subtask"]):
         labelled = cell["id"].isin(audited) & cell["J_human"].notna()
         y = (100 * (3 * cell["S"] + 0.4 * cell["J_human"]) / 5)[labelled].to_numpy()
         yhat = (100 * cell["J"] / 5)[labelled].to_numpy()
         rest = (100 * cell["J"] / 5)[~labelled].to_numpy()
         if len(y) >= 2 and len(rest):
             low, high = ppi_mean_ci(y, yhat, rest, alpha=0.05)
-            expected[key] = (float(ppi_mean_pointestimate(y, yhat, rest)[0]), float(low[0]), float(high[0]))
+            expected[(str(model), str(subtask))] = (
+                float(ppi_mean_pointestimate(y, yhat, rest)[0]),
+                float(low[0]),
+                float(high[0]),
+            )
     return expected
 
 
