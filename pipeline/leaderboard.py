@@ -21,12 +21,13 @@ rows from its store (with the experts' ``J_human``) and calls :func:`build_leade
 
 from __future__ import annotations
 
+import codecs
 import math
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 from pipeline.csvsafe import CSV_ENCODING, neutralise_cell
 from pipeline.jsonl import validate_lines
@@ -54,7 +55,8 @@ COLUMNS: tuple[str, ...] = (
     "overall",
 )
 #: The per-item columns :func:`build_leaderboard` reads (``needs_adjudication`` and ``J_human`` may be absent: then
-#: nothing is flagged / nobody adjudicated) and :func:`load_score_rows` returns.
+#: nothing is flagged / nobody adjudicated) and :func:`load_score_rows` returns (``scenario_id`` pairs the bootstrap of
+#: :mod:`pipeline.leaderboard_intervals` across models; the table itself does not read it).
 ROW_COLUMNS: tuple[str, ...] = (
     "model",
     "subtask",
@@ -65,6 +67,7 @@ ROW_COLUMNS: tuple[str, ...] = (
     "variant",
     "signature",
     "judge",
+    "scenario_id",
 )
 #: The columns of :meth:`Leaderboard.coverage`: items counted and pending per cell, and how many of the subtasks the
 #: cell is over have counted items (``subtasks_counted`` of ``subtasks``: 0 or 1 of 1 for a subtask's cell).
@@ -105,6 +108,7 @@ class ScoreRow(BaseModel):
     signature: ScoreSignature | str | None = None
     judge_model: str | None = None
     judge_prompt_version: str | None = None
+    scenario_id: str | None = None
 
     def signature_label(self) -> str | None:
         """The score signature as a label (a Result's object or a plain dict's string), or None."""
@@ -124,17 +128,50 @@ def load_score_rows(path: Path | str) -> pd.DataFrame:
     None outside itinerary I-III). Raises :class:`LeaderboardError` listing every bad line
     (``file:line: field: problem``).
     """
+    fast = _fast_rows(Path(path))
+    if fast is not None:
+        return _frame_of(fast)
     numbered, problems = validate_lines(path, ScoreRow)
     if problems:
         listed = "\n".join(str(problem) for problem in problems[:20])
         more = f"\n... and {len(problems) - 20} more" if len(problems) > 20 else ""
         raise LeaderboardError(f"{len(problems)} bad line(s):\n{listed}{more}")
-    fields = {"model", "subtask", "S", "J_final", "needs_adjudication", "J_human", "variant"}
-    rows = [
-        {**row.model_dump(include=fields), "signature": row.signature_label(), "judge": row.judge_label()}
-        for _, row in numbered
-    ]
-    return pd.DataFrame(rows, columns=list(ROW_COLUMNS))
+    return _frame_of([row for _, row in numbered])
+
+
+#: Reads a whole score file in one pass (pydantic's own JSON parser; see :func:`_fast_rows`).
+_SCORE_LIST = TypeAdapter(list[ScoreRow])
+
+
+def _fast_rows(path: Path) -> list[ScoreRow] | None:
+    """Every line of ``path`` as a :class:`ScoreRow` in one validation pass, or None when anything is off (not UTF-8,
+    a line that is not exactly one valid record): :func:`load_score_rows` then reads it line by line, which names
+    every bad line."""
+    data = path.read_bytes().removeprefix(codecs.BOM_UTF8)
+    lines = [line for line in data.splitlines() if line.strip()]
+    try:
+        data.decode("utf-8")
+        rows = _SCORE_LIST.validate_json(b"[" + b",".join(lines) + b"]")
+    except (UnicodeDecodeError, ValidationError):
+        return None
+    return rows if len(rows) == len(lines) else None
+
+
+def _frame_of(rows: list[ScoreRow]) -> pd.DataFrame:
+    """:data:`ROW_COLUMNS` columns of ``rows`` (signature and judge as labels)."""
+    columns: dict[str, list[object]] = {
+        "model": [row.model for row in rows],
+        "subtask": [row.subtask for row in rows],
+        "S": [row.S for row in rows],
+        "J_final": [row.J_final for row in rows],
+        "needs_adjudication": [row.needs_adjudication for row in rows],
+        "J_human": [row.J_human for row in rows],
+        "variant": [row.variant for row in rows],
+        "signature": [row.signature_label() for row in rows],
+        "judge": [row.judge_label() for row in rows],
+        "scenario_id": [row.scenario_id for row in rows],
+    }
+    return pd.DataFrame(columns, columns=list(ROW_COLUMNS))
 
 
 def _distinct(rows: pd.DataFrame, column: str) -> list[str]:
@@ -378,11 +415,12 @@ def partial_columns(board: Leaderboard) -> list[str]:
     return marked
 
 
-def format_leaderboard(board: Leaderboard) -> str:
-    """The table as aligned text for a terminal: :func:`cell_texts`, partial columns' headers marked
-    :data:`PARTIAL_MARK`, and under it which columns are marked and :data:`AVERAGES_RULE`."""
+def format_leaderboard(board: Leaderboard, *, shown: pd.DataFrame | None = None) -> str:
+    """The table as aligned text for a terminal: :func:`cell_texts` (or ``shown``, the same cells with more, e.g. with
+    intervals), partial columns' headers marked :data:`PARTIAL_MARK`, and under it which columns are marked and
+    :data:`AVERAGES_RULE`."""
     marked = partial_columns(board)
-    shown = cell_texts(board)
+    shown = cell_texts(board) if shown is None else shown.copy()
     shown.columns = [column + (PARTIAL_MARK if column in marked else "") for column in shown.columns]
     lines = [shown.to_string(index=False), ""]
     if marked:

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from pipeline.leaderboard import Leaderboard
 
 
 def check_run_results(scores_path: Path) -> None:
@@ -45,6 +51,16 @@ def check_run_results(scores_path: Path) -> None:
 @click.option("--variant", type=click.Choice(["with_sap", "without_sap"]), help="Use only this variant's rows.")
 @click.option("--signature", help="Use only rows with this score signature (the command lists those present).")
 @click.option("--judge", help="Use only itinerary I-III rows of this judge model/prompt (the command lists those).")
+@click.option(
+    "--resamples",
+    type=click.IntRange(min=0),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples for the intervals and rank ranges (0 = no intervals, no fragility).",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="The bootstrap's seed (same seed, same intervals)."
+)
 def leaderboard_command(
     scores_path: Path,
     output: Path | None,
@@ -52,6 +68,8 @@ def leaderboard_command(
     variant: str | None,
     signature: str | None,
     judge: str | None,
+    resamples: int,
+    seed: int,
 ) -> None:
     """Build the leaderboard (paper Table 2): per-subtask means, dimension averages, item-weighted overall.
 
@@ -59,13 +77,17 @@ def leaderboard_command(
     studio: they are left out of the means, and the command says how many per model and subtask. A dimension's
     average is left empty unless every one of its subtasks has counted items (the cell says how many have, the
     column is marked *); overall says how many of the 11 subtasks it covers when fewer than all.
+
+    With --resamples N (default 1000) each cell shows its 95% percentile-bootstrap interval (items resampled within
+    each subtask, paired across models by scenario), a rank-range column, and under the table each adjacent pair's
+    fragility (fewest items whose removal swaps them). -o FILE.csv also writes FILE.intervals.csv and
+    FILE.fragility.csv.
     """
     from pipeline.leaderboard import (
         LeaderboardError,
         build_leaderboard,
         describe_partial,
         describe_pending,
-        format_leaderboard,
         load_score_rows,
         select_rows,
         write_coverage_csv,
@@ -86,10 +108,39 @@ def leaderboard_command(
         write_coverage_csv(board, coverage_path)
         click.echo(f"wrote the coverage of {len(board.table)} model row(s) to {coverage_path}", err=True)
     if output is None:
-        click.echo(format_leaderboard(board))
+        click.echo(_printed(board, rows, resamples=resamples, seed=seed))
         return
     write_leaderboard_csv(board.table, output)
     click.echo(f"wrote {len(board.table)} model row(s) to {output}", err=True)
+    if resamples:
+        _write_uncertainty(rows, output, resamples=resamples, seed=seed)
+
+
+def _printed(board: Leaderboard, rows: pd.DataFrame, *, resamples: int, seed: int) -> str:
+    """The table for the terminal: with intervals, rank ranges, fragility and how they were computed unless
+    ``resamples`` is 0."""
+    from pipeline.leaderboard import format_leaderboard
+    from pipeline.leaderboard_fragility import FRAGILITY_WORDS, format_fragility, leaderboard_fragility
+    from pipeline.leaderboard_intervals import interval_cell_texts, leaderboard_intervals
+
+    if not resamples:
+        return format_leaderboard(board)
+    intervals = leaderboard_intervals(rows, resamples=resamples, seed=seed)
+    fragility = leaderboard_fragility(rows, intervals.board.table)
+    text = format_leaderboard(intervals.board, shown=interval_cell_texts(intervals))
+    return "\n".join([text, intervals.words(), "", *format_fragility(fragility), FRAGILITY_WORDS])
+
+
+def _write_uncertainty(rows: pd.DataFrame, output: Path, *, resamples: int, seed: int) -> None:
+    """Write OUTPUT's siblings FILE.intervals.csv and FILE.fragility.csv."""
+    from pipeline.leaderboard_fragility import leaderboard_fragility, write_fragility_csv
+    from pipeline.leaderboard_intervals import leaderboard_intervals, write_intervals_csv
+
+    intervals = leaderboard_intervals(rows, resamples=resamples, seed=seed)
+    intervals_path, fragility_path = output.with_suffix(".intervals.csv"), output.with_suffix(".fragility.csv")
+    write_intervals_csv(intervals, intervals_path)
+    write_fragility_csv(leaderboard_fragility(rows, intervals.board.table), fragility_path)
+    click.echo(f"wrote intervals to {intervals_path} and fragility to {fragility_path}", err=True)
 
 
 COMMANDS: tuple[click.Command, ...] = (leaderboard_command,)

@@ -220,7 +220,8 @@ def test_cli_prints_a_table_and_explains_mixed_input(tmp_path: Path) -> None:
     scores = write_scores(tmp_path / "results.jsonl")
     printed = CliRunner().invoke(build_cli(), ["leaderboard", "--scores", str(scores)])
     assert printed.exit_code == 0, printed.output
-    assert printed.stdout.splitlines()[0].split()[:3] == ["model", "dialogue_base", "dialogue_emotion"]
+    header = ["model", "Rank", "(95%", "range)", "dialogue_base"]  # intervals by default: the rank range after model
+    assert printed.stdout.splitlines()[0].split()[:5] == header
     assert "53.75" in printed.stdout
     write_scores(scores, variant="without_sap")
     mixed = CliRunner().invoke(build_cli(), ["leaderboard", "--scores", str(scores)])
