@@ -17,8 +17,9 @@ from studio.errors import InvalidInput
 from studio.models import UserPublic
 from studio.policies import ResultsPolicy, authorize
 from studio.results.defaults import DEFAULT_RESAMPLES, MAX_RESAMPLES
+from studio.results.judge_bias import JudgeBiasCard
 from studio.results.live_sap import DEFAULT_LIVE_RESAMPLES, LiveSapReport
-from studio.services import live_results, research, research_ppi, research_quality
+from studio.services import live_results, research, research_judge, research_ppi, research_quality
 from studio.services.research import LeaderboardView, ScoreChoices
 from studio.services.research_ppi import PpiView
 from studio.services.research_quality import CalibrationView, CampaignAgreement
@@ -33,6 +34,7 @@ TABLE_NAMES: tuple[str, ...] = (
     "agreement",
     "annotators",
     "calibration",
+    "judge_bias",
     "progress_campaigns",
     "progress_annotators",
     "distribution",
@@ -156,6 +158,20 @@ def calibration(
     )
 
 
+def judge_bias(
+    session: Session,
+    *,
+    caller: UserPublic,
+    variant: str | None = None,
+    signature: str | None = None,
+    judge: str | None = None,
+) -> JudgeBiasCard:
+    """The judge-bias card (position flips need a judge-pairs file: ``h2h judge-card --pairs``; here they say so)
+    on adjudicated items of one variant (or all), signature and judge."""
+    authorize(caller, ResultsPolicy.read())
+    return research_judge.judge_bias(session, variant=variant or None, signature=signature or None, judge=judge or None)
+
+
 def progress(session: Session, *, caller: UserPublic) -> tuple[pd.DataFrame, pd.DataFrame]:
     """Progress per campaign, and per annotator per campaign."""
     authorize(caller, ResultsPolicy.read())
@@ -230,6 +246,7 @@ def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> 
         "agreement": agreement_part("by_question"),
         "annotators": agreement_part("annotators"),
         "calibration": lambda: calibration(session, caller=caller, **scoring).rows,
+        "judge_bias": lambda: judge_bias(session, caller=caller, **scoring).table(),
         "progress_campaigns": lambda: progress(session, caller=caller)[0],
         "progress_annotators": lambda: progress(session, caller=caller)[1],
         "distribution": lambda: score_distribution(

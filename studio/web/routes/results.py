@@ -143,6 +143,24 @@ def calibration(
     }
 
 
+@router.get("/judge-bias")
+def judge_bias(
+    caller: CallerDep, variant: str | None = None, signature: str | None = None, judge: str | None = None
+) -> dict[str, Any]:
+    """The judge-bias card on adjudicated items: one row per measure, the 2×2 decision counts and the summary (the
+    position rows need a judge-pairs file: ``h2h judge-card --pairs``)."""
+    with caller.reading() as (session, user):
+        card = research.judge_bias(session, caller=user, variant=variant, signature=signature, judge=judge)
+    return {
+        "rows": frame_records(card.table()),
+        "decision_counts": card.decision_counts,
+        "bins": card.bins,
+        "resamples": card.resamples,
+        "seed": card.seed,
+        "summary": card.summary,
+    }
+
+
 @router.get("/progress")
 def progress(caller: CallerDep) -> dict[str, Any]:
     """Progress per campaign and per annotator."""

@@ -249,6 +249,7 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
             "instruction",
             "agreement/{campaign}",
             "calibration",
+            "judge-bias",
             "progress",
             "distribution",
             "calibration.png",
