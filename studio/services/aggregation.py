@@ -112,15 +112,26 @@ def _aggregate_median(run: Run, rule: MedianRule) -> None:
             for row in session.execute(select(ScoreRow).where(col(ScoreRow.response_id).in_(ids))).scalars()
         }
         result = adjudicate(rubric, {rid: rows[rid].S if rid in rows else None for rid in ids})
+        flagged = _flagged_ids(session, ids)
         for item, j_human, j_final in zip(result["item"], result["J_human"], result["J_final"], strict=True):
             row = rows.get(int(item))
-            new_final = None if pd.isna(j_final) else float(j_final)
-            if row is not None and (_differs(row.J_human, float(j_human)) or _differs(row.J_final, new_final)):
+            if row is None:
+                continue
+            # An audited item the judge did not flag keeps J_final = J (ARCHITECTURE.md "Scores"): the audit measures
+            # the judge (studio.results.ppi), it does not replace its score in Table 2.
+            new_final = (None if pd.isna(j_final) else float(j_final)) if int(item) in flagged else row.J_final
+            if _differs(row.J_human, float(j_human)) or _differs(row.J_final, new_final):
                 row.J_human, row.J_final, row.updated_at = float(j_human), new_final, utc_now()
                 summary.changed += 1
         session.flush()
         summary.table = table_records(result)
     summary.pending_adjudication = pending_adjudication(session)
+
+
+def _flagged_ids(session: Session, ids: list[int]) -> set[int]:
+    """The responses among ``ids`` flagged for human adjudication (J < tau or no judge score)."""
+    query = select(ResponseRow.id).where(col(ResponseRow.id).in_(ids), col(ResponseRow.needs_adjudication).is_(True))
+    return {int(rid) for rid in session.execute(query).scalars()}
 
 
 def pending_adjudication(session: Session) -> int:

@@ -29,7 +29,7 @@ from studio.services.aggregation import (
 from studio.services.campaigns import TargetSelection, create_campaign, set_campaign_status
 from studio.services.ingest import ingest_run
 from studio.usecases import curate
-from studio.workflows import load_schemas
+from studio.workflows import WorkflowSchema, load_schemas
 from tests.studio.helpers import add_people, answer_all, crowd_vote
 
 
@@ -328,3 +328,29 @@ def test_aggregate_reads_the_answers_off_the_write_lock_and_writes_what_one_sess
     for person in (users["annotator"], users["researcher"]):
         with read_session(store) as session, pytest.raises(PermissionDenied):
             curate.answers_to_aggregate(session, caller=person)
+
+
+def test_an_audited_item_the_judge_did_not_flag_keeps_j_final_equal_to_j(
+    store: Engine, corpus: Engine, users: dict[str, UserPublic], password_hash: str
+) -> None:
+    """The audit measures the judge (studio.results.ppi); it never replaces an unflagged item's J in Table 2."""
+    adjudication = load_schemas()["adjudication"]
+    audited = WorkflowSchema.model_validate({**adjudication.model_dump(mode="json"), "audit": {"share": 1.0}})
+    with write_session(store) as session:
+        create_campaign(session, name="adj-audit", schema=audited, people_per_item=1)
+        before = {row.response_id: (row.J, row.J_final) for row in session.execute(select(ScoreRow)).scalars()}
+    experts = add_people(store, password_hash, ["exp-z"], "expert")
+    answer_all(store, "adj-audit", experts, lambda _i, _r, _p: {"rubric_score": 1.5, "note": "audited"})
+    with write_session(store) as session:
+        aggregate_campaign(session, campaign="adj-audit", actor="admin")
+    with read_session(store) as session:
+        rows = session.execute(
+            select(ScoreRow, ResponseRow.needs_adjudication).join(ResponseRow, ResponseRow.id == ScoreRow.response_id)
+        ).all()
+    unflagged = [row for row, flagged in rows if not flagged and row.J_human is not None]
+    flagged = [row for row, flagged in rows if flagged]
+    assert unflagged and flagged
+    for row in unflagged:
+        assert row.J_human == 1.5 and row.J_final == before[row.response_id][1]
+    for row in flagged:
+        assert row.J_final == pytest.approx(ALPHA * 5 * row.S + (1 - ALPHA) * 1.5)
