@@ -34,6 +34,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "studio.commands.curation",
     "studio.commands.simulate_sessions",
     "studio.commands.judge_card",
+    "studio.commands.ranking",
 )
 #: The names of the commands the modules above define (the stand-ins need them without importing the modules;
 #: tests/studio/commands/test_cli_plugin.py checks the two agree).
@@ -56,6 +57,7 @@ COMMAND_NAMES: tuple[str, ...] = (
     "rater-agreement",
     "simulate-sessions",
     "judge-card",
+    "ranking",
 )
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _EXTRA_MARKER = re.compile(rf"""extra\s*==\s*["']{EXTRA}["']""")
