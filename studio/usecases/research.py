@@ -19,15 +19,18 @@ from studio.policies import ResultsPolicy, authorize
 from studio.results.defaults import DEFAULT_RESAMPLES, MAX_RESAMPLES
 from studio.results.judge_bias import JudgeBiasCard
 from studio.results.live_sap import DEFAULT_LIVE_RESAMPLES, LiveSapReport
-from studio.services import live_results, research, research_judge, research_ppi, research_quality
+from studio.services import live_results, research, research_judge, research_ppi, research_quality, research_ranking
 from studio.services.research import LeaderboardView, ScoreChoices
 from studio.services.research_ppi import PpiView
 from studio.services.research_quality import CalibrationView, CampaignAgreement
+from studio.services.research_ranking import RankingView
 
 #: The tables :func:`table` builds, by the name a page or a client sends.
 TABLE_NAMES: tuple[str, ...] = (
     "leaderboard",
     "leaderboard_coverage",
+    "leaderboard_intervals",
+    "leaderboard_fragility",
     "leaderboard_ppi",
     "table3",
     "instruction_following",
@@ -38,6 +41,8 @@ TABLE_NAMES: tuple[str, ...] = (
     "progress_campaigns",
     "progress_annotators",
     "distribution",
+    "ranking",
+    "ranking_fragility",
 )
 
 
@@ -201,6 +206,15 @@ def score_distribution(
     )
 
 
+def ranking(session: Session, *, caller: UserPublic, campaign: str | None) -> RankingView:
+    """A pairwise campaign's Bradley–Terry ranking (arena-rank), win rates, position bias and fragility
+    (``studio.services.research_ranking``); ``InvalidInput`` when no campaign is named."""
+    authorize(caller, ResultsPolicy.read())
+    if not campaign:
+        raise InvalidInput("campaign: choose a pairwise campaign")
+    return research_ranking.ranking(session, campaign=campaign)
+
+
 def table(session: Session, *, caller: UserPublic, name: str, **choices: Any) -> pd.DataFrame:
     """One of :data:`TABLE_NAMES`, computed with ``choices`` (variant, signature, judge, campaign, safety_campaign,
     instruction_campaign, by_model, metric, bins, resamples, seed, items) — the choices a page holds; each table
@@ -211,11 +225,24 @@ def table(session: Session, *, caller: UserPublic, name: str, **choices: Any) ->
     return _builders(session, caller, choices)[name]()
 
 
+def _interval_table(view: LeaderboardView) -> pd.DataFrame:
+    """Table 2's cells with their bootstrap bounds (model, column, value, lower, upper); empty without intervals."""
+    return view.intervals.long() if view.intervals is not None else pd.DataFrame()
+
+
+def _fragility_table(view: LeaderboardView) -> pd.DataFrame:
+    """Table 2's rank fragility (``pipeline.leaderboard_fragility.FRAGILITY_COLUMNS``); empty without it."""
+    return view.fragility if view.fragility is not None else pd.DataFrame()
+
+
 def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> dict[str, Callable[[], pd.DataFrame]]:
     scoring = {name: choices.get(name) for name in ("variant", "signature", "judge")}
 
     def board() -> LeaderboardView:
         return leaderboard(session, caller=caller, **scoring)
+
+    def pairwise() -> RankingView:  # the Rankings section's own picker, else the page's campaign
+        return ranking(session, caller=caller, campaign=choices.get("ranking_campaign") or choices.get("campaign"))
 
     def agreement_part(part: str) -> Callable[[], pd.DataFrame]:
         # the defaults every front door uses (studio.results.defaults), so a download equals the page and the CLI
@@ -232,6 +259,8 @@ def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> 
     return {
         "leaderboard": lambda: board().table,
         "leaderboard_coverage": lambda: board().coverage,
+        "leaderboard_intervals": lambda: _interval_table(board()),
+        "leaderboard_fragility": lambda: _fragility_table(board()),
         "leaderboard_ppi": lambda: ppi_table(session, caller=caller, **scoring).table,
         "table3": lambda: safety_table(
             session,
@@ -249,6 +278,8 @@ def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> 
         "judge_bias": lambda: judge_bias(session, caller=caller, **scoring).table(),
         "progress_campaigns": lambda: progress(session, caller=caller)[0],
         "progress_annotators": lambda: progress(session, caller=caller)[1],
+        "ranking": lambda: pairwise().ranking.table,
+        "ranking_fragility": lambda: pairwise().ranking.fragility,
         "distribution": lambda: score_distribution(
             session, caller=caller, metric=choices.get("metric"), bins=choices.get("bins"), **scoring
         ),

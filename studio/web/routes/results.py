@@ -10,6 +10,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 
 from pipeline.leaderboard import AVERAGES_RULE, partial_columns
+from pipeline.leaderboard_intervals import LeaderboardIntervals
 from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.services.aggregation import AggregationSummary
 from studio.services.research import frame_records
@@ -44,6 +45,22 @@ def leaderboard(
         # averages over fewer than all their subtasks are null; these columns hold such a cell, by this rule
         "partial_columns": partial_columns(view.board),
         "averages_rule": AVERAGES_RULE,
+        # per cell: value with its bootstrap bounds, per model its rank range, and how they were computed
+        "intervals": interval_records(view.intervals),
+        # per adjacent pair: fewest items whose removal swaps them (pipeline.leaderboard_fragility)
+        "fragility": frame_records(view.fragility) if view.fragility is not None else [],
+    }
+
+
+def interval_records(intervals: LeaderboardIntervals | None) -> dict[str, Any] | None:
+    """Table 2's intervals as JSON: cells (model, column, value, lower, upper), ranks (model, rank, rank_low,
+    rank_high) and ``method`` (how they were computed); None without intervals."""
+    if intervals is None:
+        return None
+    return {
+        "cells": frame_records(intervals.long()),
+        "ranks": frame_records(intervals.ranks),
+        "method": intervals.words(),
     }
 
 
@@ -101,6 +118,37 @@ def live_sap(
         "agreement_note": report.agreement_note,
         "resamples": report.resamples,
         "seed": report.seed,
+    }
+
+
+@router.get("/campaigns/{name}/ranking")
+def ranking(name: str, caller: CallerDep) -> dict[str, Any]:
+    """A pairwise campaign's Bradley–Terry ranking (arena-rank; rating, 95% sandwich interval, rank, votes, wins,
+    losses, ties per system), the win rates (row beats column; null where never met), the position bias (share of
+    decided votes won by the side shown first, Wilson 95% interval), the votes that would swap each two neighbours
+    (a greedy upper bound) and the rule in words."""
+    with caller.reading() as (session, user):
+        view = research.ranking(session, caller=user, campaign=name)
+    rates, meetings = view.ranking.win_rates, view.ranking.meetings
+    win_rates = [
+        {
+            "competitor": row,
+            "opponent": column,
+            "win_rate": None if meetings.loc[row, column] == 0 else float(rates.loc[row, column]),
+            "votes": int(meetings.loc[row, column]),
+        }
+        for row in rates.index
+        for column in rates.columns
+        if row != column
+    ]
+    return {
+        "campaign": view.campaign,
+        "question": view.question,
+        "ranking": frame_records(view.ranking.table),
+        "win_rates": win_rates,
+        "position_bias": view.ranking.position_bias,
+        "fragility": frame_records(view.ranking.fragility),
+        "rule": view.rule,
     }
 
 

@@ -260,6 +260,7 @@ ROUTE_ACCESS: dict[tuple[str, str], str] = {
     },
     ("POST", "/v1/results/aggregate"): "staff",
     ("GET", "/v1/results/campaigns/{name}/sap"): "staff",  # a live campaign's SAP table from its sessions
+    ("GET", "/v1/results/campaigns/{name}/ranking"): "staff",  # a pairwise campaign's Bradley–Terry ranking
     ("GET", "/v1/curation/scenarios"): "staff",
     ("GET", "/v1/curation/responses"): "staff",
     ("GET", "/v1/curation/campaigns/{name}/stops"): "staff",
