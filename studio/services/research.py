@@ -21,10 +21,10 @@ from pipeline.leaderboard import (
     Leaderboard,
     LeaderboardError,
     awaiting_adjudication,
-    build_leaderboard,
     item_values,
     select_rows,
 )
+from pipeline.leaderboard_intervals import LeaderboardIntervals
 from pipeline.records import JUDGED_SUBTASKS
 from pipeline.results import judge_label
 from pipeline.taxonomy import TABLE3_METRIC_NAMES
@@ -39,6 +39,7 @@ from studio.results.store_views import (
 from studio.results.tables import instruction_following_table, instruction_ratings, safety_ratings, table3
 from studio.services.progress import complete_at
 from studio.services.queue import campaign_schema, get_campaign
+from studio.services.research_intervals import leaderboard_uncertainty
 from studio.workflows import MeanRule
 
 #: The score columns Table 3 reads: only the rated responses' scores are loaded.
@@ -66,6 +67,10 @@ class LeaderboardView:
     awaiting: dict[str, int] = field(default_factory=dict)
     #: The variant, signature and judge the table was computed for (None: the store has none of that kind).
     applied: dict[str, str | None] = field(default_factory=dict)
+    #: Bootstrap intervals and rank ranges (``pipeline.leaderboard_intervals``; ``studio.services.research_intervals``).
+    intervals: LeaderboardIntervals | None = None
+    #: Rank fragility of adjacent models (``pipeline.leaderboard_fragility.FRAGILITY_COLUMNS``).
+    fragility: pd.DataFrame | None = None
 
     @property
     def table(self) -> pd.DataFrame:
@@ -107,7 +112,10 @@ LEADERBOARD_SCORE_COLUMNS: tuple[str, ...] = (
     "signature",
     "judge_model",
     "judge_prompt_version",
+    "scenario_id",  # pairs Table 2's bootstrap across models (studio.services.research_intervals)
 )
+#: What :func:`leaderboard` loads: the item's columns and its response (which finds an adjudicated item's experts).
+_BOARD_COLUMNS: tuple[str, ...] = (*LEADERBOARD_SCORE_COLUMNS, "response_id")
 
 
 def mask_awaiting_adjudication(rows: pd.DataFrame) -> pd.DataFrame:
@@ -176,15 +184,18 @@ def leaderboard(
     ``NotFound`` when the store holds no scores; ``InvalidInput`` when it holds several variants, signatures or judges
     and none was chosen (they never mix; see ``pipeline.leaderboard.select_rows``).
     """
-    rows = leaderboard_rows(session, variant=variant, columns=LEADERBOARD_SCORE_COLUMNS)
+    rows = leaderboard_rows(session, variant=variant, columns=_BOARD_COLUMNS)
     if rows.empty and variant is not None:  # an unknown variant: select_rows names the ones present
-        rows = leaderboard_rows(session, columns=LEADERBOARD_SCORE_COLUMNS)
+        rows = leaderboard_rows(session, columns=_BOARD_COLUMNS)
     if rows.empty:
         raise NotFound("scores: the store holds no scores; run h2h ingest first")
     chosen = choose_rows(rows, variant=variant, signature=signature, judge=judge)
     awaiting = awaiting_adjudication(chosen) & item_values(chosen).isna()
+    intervals, fragility = leaderboard_uncertainty(session, chosen)
     return LeaderboardView(
-        board=build_leaderboard(chosen),
+        board=intervals.board,
+        intervals=intervals,
+        fragility=fragility,
         adjudicated=int(chosen["J_human"].notna().sum()),
         awaiting={str(model): int(n) for model, n in chosen.loc[awaiting, "model"].value_counts().items()},
         applied={column: _sole_value(chosen, column) for column in ("variant", "signature", "judge")},
