@@ -185,13 +185,14 @@ def length_measures(items: pd.DataFrame, *, resamples: int, seed: int) -> list[M
         seed=seed,
     )
     material = diff is not None and abs(diff) > LENGTH_MATERIAL and _excludes(low, high, 0.0)
-    leans = "longer" if (diff or 0) > 0 else "shorter"
+    leans = "neither longer nor shorter" if round(diff or 0.0, 2) == 0 else "longer" if (diff or 0) > 0 else "shorter"
     return [
         Measure("length_rho_judge", rho_j, None, None, n, None, f"Judge score vs length: Spearman ρ {_fmt(rho_j)}."),
         Measure("length_rho_human", rho_h, None, None, n, None, f"Human score vs length: Spearman ρ {_fmt(rho_h)}."),
         Measure(
             "length_bias", diff, low, high, n, material,
-            f"Against the humans the judge favours {leans} answers by ρ {_fmt(diff)} ({_interval(low, high)}); "
+            f"Against the humans the judge favours {leans} answers: ρ difference {_fmt(diff)} "
+            f"({_interval(low, high)}); "
             f"material when the interval excludes 0 and |difference| > {LENGTH_MATERIAL}.",
         ),
     ]  # fmt: skip

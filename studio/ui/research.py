@@ -23,8 +23,10 @@ from studio.services.research_quality import METRIC_RANGES
 from studio.ui import research_views as views
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.downloads import DOWNLOAD_FORMATS, download_button, new_download_dir, ready, table_file
+from studio.ui.research_judge import JudgeBiasSection
 from studio.ui.research_live import LiveSapSection
 from studio.ui.research_ppi import PpiSection
+from studio.ui.research_ranking import RankingSection
 from studio.ui.tables import display_frame, fitted, labelled, sized, table
 from studio.usecases import research
 
@@ -124,6 +126,9 @@ class ResearchTab:
         with gr.Tab("Live sessions (SAP)", elem_id="h2h-research-live-tab"):
             self.live = LiveSapSection(self.open_context)
             self.live.build(signature=self.pickers["signature"])
+        with gr.Tab("Rankings (pairwise)", elem_id="h2h-research-ranking-tab"):
+            self.ranking = RankingSection(self.open_context)
+            self.ranking.build()
         with gr.Tab("Instruction following", elem_id="h2h-research-if-tab"):
             self._picker_note("instruction", "h2h-if")
             self._campaign_picker("instruction_campaign")
@@ -159,6 +164,11 @@ class ResearchTab:
                 label="J_judge vs J_human", type="filepath", interactive=False, elem_id="h2h-calibration-plot"
             )
             self._download_row("calibration")
+            self.judge_bias = JudgeBiasSection(self.open_context)
+            self.judge_bias.build(
+                variant=self.pickers["variant"], signature=self.pickers["signature"], judge=self.pickers["judge"]
+            )
+            self._download_row("judge_bias")
 
     def _build_monitoring(self, gr: Any) -> None:
         with gr.Tab("Progress", elem_id="h2h-research-progress-tab"):
@@ -355,11 +365,12 @@ class ResearchTab:
                 values.append(gr.Dropdown(choices=labelled(names), value=names[0] if names else None))
             else:
                 values.append(gr.Dropdown(choices=labelled([ALL_CAMPAIGNS, *names]), value=ALL_CAMPAIGNS))
-        return [*values, self.live.load_value(found)]
+        return [*values, self.live.load_value(found), self.ranking.load_value(found)]
 
     def load_outputs(self) -> list[Any]:
         """The components :meth:`load_values` fills."""
-        return [self.pickers[name] for name in (*views.PICKER_LABELS, *CAMPAIGN_PICKERS)] + [self.live.picker]
+        pickers = [self.pickers[name] for name in (*views.PICKER_LABELS, *CAMPAIGN_PICKERS)]
+        return [*pickers, self.live.picker, self.ranking.picker]
 
 
 def _empty_value(component: Any) -> Any:
