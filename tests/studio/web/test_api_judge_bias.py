@@ -10,6 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 from sqlalchemy import Engine
 
+from studio.models import UserPublic
 from studio.results.judge_bias import CARD_COLUMNS, NO_PAIRS, expected_calibration_error
 from studio.settings import get_settings
 from studio.web.api import create_api
@@ -45,3 +46,17 @@ def test_judge_bias_card_over_the_calibrated_items(studied: Engine, client: Test
     assert body["bins"] == 5 and body["summary"]
     assert client.get("/v1/results/judge-bias", headers=headers(client, "annotator")).status_code == 403
     assert client.get("/v1/results/judge-bias?signature=nope", headers=researcher).status_code == 422
+
+
+def test_the_judge_bias_table_equals_the_card(studied: Engine, users: dict[str, UserPublic]) -> None:
+    from studio.db import read_session
+    from studio.services.research_judge import judge_bias
+    from studio.usecases import research
+
+    with read_session(studied) as session:
+        table = research.table(session, caller=users["researcher"], name="judge_bias", variant="with_sap")
+        card = judge_bias(session, variant="with_sap")
+        paired = research.calibration(session, caller=users["researcher"], variant="with_sap").rows
+    assert "judge_bias" in research.TABLE_NAMES
+    assert table.equals(card.table()) and list(table.columns) == CARD_COLUMNS
+    assert table.set_index("measure").loc["ece", "n"] == len(paired) > 0
