@@ -107,8 +107,15 @@ class ResearchTab:
                 wrap=True,
                 pinned_columns=1,
             )
+            self.leaderboard_fragility = table(
+                "Rank fragility: per adjacent pair, the fewest items whose removal swaps them",
+                "h2h-leaderboard-fragility",
+                wrap=True,
+            )
             self._download_row("leaderboard")
             self._download_row("leaderboard_coverage")
+            self._download_row("leaderboard_intervals")
+            self._download_row("leaderboard_fragility")
             self.ppi = PpiSection(self.open_context)
             self.ppi.build(
                 variant=self.pickers["variant"], signature=self.pickers["signature"], judge=self.pickers["judge"]
@@ -207,7 +214,11 @@ class ResearchTab:
 
     def _wire(self) -> None:
         events = [
-            (self.leaderboard_button, self._leaderboard, [self.leaderboard_note, self.leaderboard]),
+            (
+                self.leaderboard_button,
+                self._leaderboard,
+                [self.leaderboard_note, self.leaderboard, self.leaderboard_fragility],
+            ),
             (self.safety_button, self._safety, [self.safety_note, self.safety]),
             (
                 self.instruction_button,
@@ -238,7 +249,8 @@ class ResearchTab:
     def _leaderboard(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         scoring = {name: values[name] for name in views.PICKER_LABELS}
         view = research.leaderboard(session, caller=caller, **scoring)
-        return [views.leaderboard_note(view), fitted(views.leaderboard_display(view))]
+        fragility = fitted(views.fragility_display(view))
+        return [views.leaderboard_note(view), fitted(views.leaderboard_display(view)), fragility]
 
     @staticmethod
     def _safety(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:

@@ -16,6 +16,8 @@ from typing import Any
 import pandas as pd
 
 from pipeline.leaderboard import AVERAGES_RULE, COLUMNS, PARTIAL_MARK, cell_text, cell_texts, partial_columns
+from pipeline.leaderboard_fragility import FRAGILITY_WORDS
+from pipeline.leaderboard_intervals import RANK_RANGE, interval_cell_texts
 from pipeline.records import DIMENSION_OF_SUBTASK
 from studio.results.tables import TABLE3_METRICS, TIE_COLUMN, table3_rule
 from studio.services.research import LeaderboardView
@@ -157,9 +159,12 @@ def leaderboard_display(view: LeaderboardView) -> pd.DataFrame:
     (``pipeline.leaderboard.partial_columns``), columns without any item (a subtask or dimension the run does not
     cover) left out, and a ``pending`` column per model (how many items await adjudication or are unscored)."""
     board = view.board
-    texts, marked = cell_texts(board), set(partial_columns(board))
+    texts = cell_texts(board) if view.intervals is None else interval_cell_texts(view.intervals)
+    marked = set(partial_columns(board))
     items = board.counted.set_index("model") + board.pending.set_index("model")
     shown: dict[str, list[str]] = {"model": [visible_text(str(model)) for model in texts["model"]]}
+    if RANK_RANGE in texts:  # each cell is "mean [lower, upper]"; the rank with its 95% range after the model
+        shown[RANK_RANGE] = texts[RANK_RANGE].tolist()
     for column in COLUMNS[1:]:
         if int(items[column].sum()) == 0:  # no model has an item here
             continue
@@ -169,12 +174,32 @@ def leaderboard_display(view: LeaderboardView) -> pd.DataFrame:
     return pd.DataFrame(shown)
 
 
+def fragility_display(view: LeaderboardView) -> pd.DataFrame:
+    """Table 2's rank fragility as the page shows it (``pipeline.leaderboard_fragility``): per adjacent pair the
+    gap, the fewest items whose removal swaps them (– when none does) of how many, and whether that is exact."""
+    frame = view.fragility if view.fragility is not None else pd.DataFrame()
+    if frame.empty:
+        return pd.DataFrame(columns=["upper", "lower", "gap", "items to swap", "of items", "method"])
+    return pd.DataFrame(
+        {
+            "upper": [visible_text(str(model)) for model in frame["upper"]],
+            "lower": [visible_text(str(model)) for model in frame["lower"]],
+            "gap": [f"{gap:.2f}" for gap in frame["gap"]],
+            "items to swap": ["–" if pd.isna(found) else str(int(found)) for found in frame["items_to_swap"]],
+            "of items": [str(int(items)) for items in frame["items"]],
+            "method": frame["method"].astype(str).tolist(),
+        }
+    )
+
+
 def leaderboard_note(view: LeaderboardView) -> str:
     """What the leaderboard was computed for, what it is sorted by, which columns are marked partial and why (pending
     items; averages over fewer than all their subtasks: ``pipeline.leaderboard.AVERAGES_RULE``)."""
     lines = [applied_line(view.applied, PICKER_LABELS)]
     lines.append("Sorted by overall — each model's mean over its own counted items — best first.")
     lines.append(HEADER_LEGEND)
+    if view.intervals is not None:
+        lines += [f"Each cell: mean [95% interval]. {view.intervals.words()}", FRAGILITY_WORDS]
     partial = partial_columns(view.board)
     marked = f"Columns marked *: {', '.join(map(display_header, partial))}." if partial else ""
     reasons = view.pending_reasons

@@ -121,7 +121,7 @@ def test_table2_with_every_column_fits_1400_px_with_overall_in_view(researcher: 
     settled(page)
     headers = page.locator("#h2h-leaderboard [role=columnheader]")
     names = [text.strip() for text in headers.all_inner_texts()]
-    assert len(names) == 1 + 11 + 3 + 1 + 1, names  # model, the subtasks, the averages, overall, pending
+    assert len(names) == 1 + 1 + 11 + 3 + 1 + 1, names  # model, rank range, the subtasks, averages, overall, pending
     overall = headers.nth(next(i for i, name in enumerate(names) if name.lower().startswith("overall")))
     box = overall.bounding_box()
     assert box["x"] >= 0 and box["x"] + box["width"] <= VIEWPORT["width"], box

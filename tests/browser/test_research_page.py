@@ -184,12 +184,14 @@ def test_the_leaderboard_shows_coverage_per_cell_and_never_ranks_partial_columns
     by_model = {row[0]: dict(zip(header, row, strict=True)) for row in rows}
     assert set(by_model) == set(MODELS)  # the hostile names shown literally, as cell text
     [adjudicated] = stored_j_final(served, PHISH)
-    assert by_model[PHISH]["itin. advanced (III) *"] == f"{100 * adjudicated / 5:.2f} (1/7)"  # partial: 1 of 7 counted
+    value = f"{100 * adjudicated / 5:.2f}"  # partial: 1 of 7 counted; one item, so its interval is that value
+    assert by_model[PHISH]["itin. advanced (III) *"] == f"{value} [{value}, {value}] (1/7)"
     assert by_model[FORM]["itin. advanced (III) *"] == by_model[MATH]["itin. advanced (III) *"] == "– (0/7)"
-    assert re.fullmatch(r"\d+\.\d\d", by_model[FULL]["itin. advanced (III) *"])  # complete: no (n/N)
+    interval = r"\d+\.\d\d \[\d+\.\d\d, \d+\.\d\d\]"  # mean [95% interval]
+    assert re.fullmatch(interval, by_model[FULL]["itin. advanced (III) *"])  # complete: no (n/N)
     # overall: the mean of the counted items, with the subtasks it covers (dialogue's three and level III of 11)
     assert by_model[PHISH]["overall *"].endswith("(10/16) (4/11 subtasks)")
-    assert re.fullmatch(r"\d+\.\d\d \(4/11 subtasks\)", by_model[FULL]["overall *"])
+    assert re.fullmatch(interval + r" \(4/11 subtasks\)", by_model[FULL]["overall *"])
     assert by_model[FULL]["itin. avg *"] == "– (1/5 subtasks)"  # no average over 1 of 5 itinerary subtasks
     assert by_model[PHISH]["pending"] == "6 awaiting adjudication" and by_model[FULL]["pending"] == "none"
     assert [row[0] for row in rows][0] == FULL  # sorted by overall, as the note says
