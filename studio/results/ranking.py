@@ -23,6 +23,14 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from studio.results.ranking_fragility import (
+    FRAGILITY_COLUMNS,
+    SIGNIFICANCE,
+    arena_ratings,
+    fragility_table,
+    score_matrix,
+)
+
 #: What :func:`bradley_terry` reads from each vote.
 VOTE_COLUMNS: tuple[str, ...] = ("model_a", "variant_a", "model_b", "variant_b", "value_shown")
 #: The choices a vote may hold (``value_shown``).
@@ -30,10 +38,6 @@ CHOICES: tuple[str, ...] = ("A", "B", "tie")
 RANKING_COLUMNS: tuple[str, ...] = (
     "competitor", "rating", "lower", "upper", "rank", "votes", "wins", "losses", "ties",
 )  # fmt: skip
-FRAGILITY_COLUMNS: tuple[str, ...] = ("upper", "lower", "rating_gap", "votes_to_swap", "votes", "method")
-FRAGILITY_METHOD = "greedy upper bound"
-SIGNIFICANCE = 0.05
-INSTALL_HINT = "the ranking needs arena-rank: pip install 'h2htalk-studio[ranking]'"
 RULE = (
     "Bradley–Terry ratings by arena-rank (LMArena), unweighted: each vote counts once and a tie is half a win for "
     "each side; 400 points = 10:1 odds, mean 1000; 95% sandwich intervals. Win rate: row beats column, "
@@ -84,29 +88,6 @@ def battles(votes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame({"model_a": side_a, "model_b": side_b, "winner": winner.to_numpy()})
 
 
-def arena_ratings(frame: pd.DataFrame) -> pd.DataFrame:
-    """arena-rank's Bradley–Terry fit of an LMArena battle frame (model_a, model_b, winner): one row per competitor
-    (competitor, rating, lower, upper), in arena-rank's order. Raises ``RuntimeError`` without arena-rank."""
-    try:
-        from arena_rank.models.bradley_terry import BradleyTerry
-        from arena_rank.utils.data_utils import PairDataset
-    except ImportError as error:  # pragma: no cover - depends on the install
-        raise RuntimeError(INSTALL_HINT) from error
-    dataset = PairDataset.from_pandas(
-        frame, competitor_cols=["model_a", "model_b"], outcome_col="winner", reweighted=False
-    )
-    model = BradleyTerry(n_competitors=dataset.n_competitors)
-    fitted = model.compute_ratings_and_cis(dataset, significance_level=SIGNIFICANCE)
-    return pd.DataFrame(
-        {
-            "competitor": list(fitted["competitors"]),
-            "rating": np.asarray(fitted["ratings"], dtype=float),
-            "lower": np.asarray(fitted["rating_lower"], dtype=float),
-            "upper": np.asarray(fitted["rating_upper"], dtype=float),
-        }
-    )
-
-
 def _tallies(frame: pd.DataFrame) -> pd.DataFrame:
     """Per competitor: votes taken part in, wins, losses, ties."""
     long = pd.concat(
@@ -126,21 +107,6 @@ def _tallies(frame: pd.DataFrame) -> pd.DataFrame:
             "ties": grouped["tie"].sum(),
         }
     ).astype(int)
-
-
-def score_matrix(frame: pd.DataFrame, competitors: list[str]) -> tuple[np.ndarray, np.ndarray]:
-    """``(scores, meetings)``: scores[i, j] = wins of i over j + ½ ties between them; meetings[i, j] = their votes."""
-    index = {name: position for position, name in enumerate(competitors)}
-    first = frame["model_a"].map(index).to_numpy()
-    second = frame["model_b"].map(index).to_numpy()
-    credit = frame["winner"].map({"model_a": 1.0, "model_b": 0.0, "tie": 0.5}).to_numpy()
-    size = len(competitors)
-    scores, meetings = np.zeros((size, size)), np.zeros((size, size))
-    np.add.at(scores, (first, second), credit)
-    np.add.at(scores, (second, first), 1.0 - credit)
-    np.add.at(meetings, (first, second), 1.0)
-    np.add.at(meetings, (second, first), 1.0)
-    return scores, meetings
 
 
 def position_bias(frame: pd.DataFrame) -> dict[str, object]:
@@ -180,8 +146,6 @@ def bradley_terry(votes: pd.DataFrame, *, fragility: bool = True) -> Ranking:
     scores, meetings = score_matrix(frame, competitors)
     with np.errstate(invalid="ignore", divide="ignore"):
         rates = np.where(meetings > 0, scores / np.where(meetings > 0, meetings, 1), np.nan)
-    from studio.results.ranking_fragility import fragility_table
-
     fragile = fragility_table(frame, table) if fragility else pd.DataFrame(columns=list(FRAGILITY_COLUMNS))
     return Ranking(
         table=table[list(RANKING_COLUMNS)],

@@ -7,6 +7,9 @@ found by binary search. The search refits the Bradley–Terry likelihood with sc
 half a win, a 1e-6 ridge so the scale is fixed), which is quick; the prefix found is then refitted with arena-rank,
 whose ratings are the ones reported, and grown one vote at a time (at most :data:`CONFIRM_STEPS`) until arena-rank
 agrees. A smaller set of votes, outside that order, may swap the two too: hence "upper bound".
+
+The arena-rank fit itself (:func:`arena_ratings`) and the win matrix (:func:`score_matrix`) live here too, so that
+``studio.results.ranking`` imports this module and not the other way round.
 """
 
 from __future__ import annotations
@@ -14,11 +17,51 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from studio.results.ranking import FRAGILITY_COLUMNS, FRAGILITY_METHOD, arena_ratings, score_matrix
-
+FRAGILITY_COLUMNS: tuple[str, ...] = ("upper", "lower", "rating_gap", "votes_to_swap", "votes", "method")
+FRAGILITY_METHOD = "greedy upper bound"
+SIGNIFICANCE = 0.05
+INSTALL_HINT = "the ranking needs arena-rank: pip install 'h2htalk-studio[ranking]'"
 #: How many votes beyond the scipy search's answer arena-rank is asked to confirm, at most.
 CONFIRM_STEPS = 5
 RIDGE = 1e-6
+
+
+def arena_ratings(frame: pd.DataFrame) -> pd.DataFrame:
+    """arena-rank's Bradley–Terry fit of an LMArena battle frame (model_a, model_b, winner): one row per competitor
+    (competitor, rating, lower, upper), in arena-rank's order. Raises ``RuntimeError`` without arena-rank."""
+    try:
+        from arena_rank.models.bradley_terry import BradleyTerry
+        from arena_rank.utils.data_utils import PairDataset
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise RuntimeError(INSTALL_HINT) from error
+    dataset = PairDataset.from_pandas(
+        frame, competitor_cols=["model_a", "model_b"], outcome_col="winner", reweighted=False
+    )
+    model = BradleyTerry(n_competitors=dataset.n_competitors)
+    fitted = model.compute_ratings_and_cis(dataset, significance_level=SIGNIFICANCE)
+    return pd.DataFrame(
+        {
+            "competitor": list(fitted["competitors"]),
+            "rating": np.asarray(fitted["ratings"], dtype=float),
+            "lower": np.asarray(fitted["rating_lower"], dtype=float),
+            "upper": np.asarray(fitted["rating_upper"], dtype=float),
+        }
+    )
+
+
+def score_matrix(frame: pd.DataFrame, competitors: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """``(scores, meetings)``: scores[i, j] = wins of i over j + ½ ties between them; meetings[i, j] = their votes."""
+    index = {name: position for position, name in enumerate(competitors)}
+    first = frame["model_a"].map(index).to_numpy()
+    second = frame["model_b"].map(index).to_numpy()
+    credit = frame["winner"].map({"model_a": 1.0, "model_b": 0.0, "tie": 0.5}).to_numpy()
+    size = len(competitors)
+    scores, meetings = np.zeros((size, size)), np.zeros((size, size))
+    np.add.at(scores, (first, second), credit)
+    np.add.at(scores, (second, first), 1.0 - credit)
+    np.add.at(meetings, (first, second), 1.0)
+    np.add.at(meetings, (second, first), 1.0)
+    return scores, meetings
 
 
 def scipy_ratings(scores: np.ndarray) -> np.ndarray:

@@ -12,14 +12,12 @@ from scipy.stats import binomtest
 
 from studio.results.ranking import (
     Ranking,
-    arena_ratings,
     battles,
     bradley_terry,
-    score_matrix,
     system_labels,
     win_rate_rows,
 )
-from studio.results.ranking_fragility import _swapped_arena, removal_order, scipy_ratings
+from studio.results.ranking_fragility import _swapped_arena, arena_ratings, removal_order, scipy_ratings, score_matrix
 
 
 def _votes(seed: int = 3, count: int = 400) -> pd.DataFrame:
