@@ -54,4 +54,3 @@ def interval_words(*, over: str, resamples: int, seed: int, confidence: float = 
     """How an interval was computed, in words, e.g. ``95% percentile bootstrap over items (1,000 resamples,
     seed 0)``."""
     return f"{confidence:.0%} percentile bootstrap over {over} ({resamples:,} resamples, seed {seed})"
-

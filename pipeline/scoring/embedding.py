@@ -51,7 +51,8 @@ class Embedder(Protocol):
 def _normalise(vectors: np.ndarray) -> np.ndarray:
     vectors = np.asarray(vectors, dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    return vectors / np.where(norms == 0.0, 1.0, norms)
+    normalised: np.ndarray = vectors / np.where(norms == 0.0, 1.0, norms)
+    return normalised
 
 
 class EmbedderUnavailable(RuntimeError):

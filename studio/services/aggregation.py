@@ -130,7 +130,8 @@ def _aggregate_median(run: Run, rule: MedianRule) -> None:
 
 def _flagged_ids(session: Session, ids: list[int]) -> set[int]:
     """The responses among ``ids`` flagged for human adjudication (J < tau or no judge score)."""
-    query = select(ResponseRow.id).where(col(ResponseRow.id).in_(ids), col(ResponseRow.needs_adjudication).is_(True))
+    flagged = col(ResponseRow.needs_adjudication).is_(True)
+    query = select(col(ResponseRow.id)).where(col(ResponseRow.id).in_(ids), flagged)
     return {int(rid) for rid in session.execute(query).scalars()}
 
 
