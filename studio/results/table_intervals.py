@@ -5,8 +5,8 @@ replacement, and within each drawn response its raters are resampled with replac
 (mean safety, majority violation with the workflow's tie rule as in ``tables.safety_per_response``, mean rating) and
 then the cell are recomputed. Draw order, from ``numpy.random.default_rng(seed)``: for each group in table order,
 first the response draw over the responses sorted by key (``pipeline.bootstrap.draw_indices``, scipy's own
-draw), then the rater draw (``rng.integers(0, raters, (resamples, n, max_raters))``). So with one rater per response and one group the interval
-equals ``scipy.stats.bootstrap(..., method="percentile")`` on the same seed."""
+draw), then the rater draw (``rng.integers(0, raters, (resamples, n, max_raters))``). So with one rater per
+response and one group the replicates equal ``scipy.stats.bootstrap(..., method="percentile")``'s on the same seed."""
 
 from __future__ import annotations
 
