@@ -155,11 +155,12 @@ def instruction_following_table(ratings: pd.DataFrame) -> pd.DataFrame:
     return table
 
 
-def plot_instruction_following(table: pd.DataFrame, path: Path) -> Path:
+def plot_instruction_following(table: pd.DataFrame, path: Path, *, intervals: pd.DataFrame | None = None) -> Path:
     """Write a grouped bar chart of :func:`instruction_following_table` (models on x, one bar per kind) to ``path``.
 
     Sized to its content: each model gets room for its bars, long model names are wrapped (and slanted when there
-    are many models), the legend sits outside the axes; a kind a model was never rated on has no bar. Model names
+    are many models), the legend sits outside the axes; a kind a model was never rated on has no bar; with
+    ``intervals`` (model, kind, rating, low, high) each bar gets its 95% interval as an error bar. Model names
     are drawn literally (:func:`~studio.results.figures.inert_label`). Returns ``path``; the format follows its
     suffix (``.png`` for Fig. 7).
     """
@@ -171,7 +172,14 @@ def plot_instruction_following(table: pd.DataFrame, path: Path) -> Path:
     size = (max(5.0, len(labels) * (0.45 + 0.25 * len(kinds)) + 1.5), 4.0 + (0.8 if slanted else 0.0))
     with saved_figure(path, size=size) as axes:
         for offset, kind in enumerate(kinds):
-            axes.bar(positions + offset * width, table[kind].astype(float), width, label=inert_label(kind))
+            heights = table[kind].astype(float)
+            axes.bar(
+                positions + offset * width,
+                heights,
+                width,
+                label=inert_label(kind),
+                yerr=_error_bars(intervals, kind, heights),
+            )
         axes.set_xticks(positions + width * (len(kinds) - 1) / 2)
         axes.set_xticklabels(labels, rotation=30 if slanted else 0, ha="right" if slanted else "center", fontsize=9)
         axes.set(
@@ -179,6 +187,17 @@ def plot_instruction_following(table: pd.DataFrame, path: Path) -> Path:
         )
         axes.legend(title="request kind", fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return Path(path)
+
+
+def _error_bars(intervals: pd.DataFrame | None, kind: str, heights: pd.Series) -> np.ndarray | None:
+    """A (2 × models) array of distances from each bar's height down to its low and up to its high (0 where a model
+    has no interval for ``kind``), or None without intervals."""
+    if intervals is None:
+        return None
+    rows = intervals[intervals["kind"] == kind].set_index("model").reindex(heights.index)
+    low = (heights - rows["low"].astype(float)).clip(lower=0).fillna(0.0)
+    high = (rows["high"].astype(float) - heights).clip(lower=0).fillna(0.0)
+    return np.vstack([low.to_numpy(), high.to_numpy()])
 
 
 def plot_safety(table: pd.DataFrame, path: Path) -> Path:

@@ -32,12 +32,12 @@ from sqlmodel import Session, col
 from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, utc_now
 from studio.results.aggregate import adjudicate, complete_answers, pairwise_majority
 from studio.results.store_views import campaign_answers, score_frame
+from studio.results.table_intervals import table3_intervals
 from studio.results.tables import (
     instruction_following_table,
     instruction_ratings,
     rated_answers,
     safety_ratings,
-    table3,
 )
 from studio.rules import CriteriaRule, MajorityRule, MeanRule, MedianRule, PairwiseRule
 from studio.services.aggregation_scenarios import (
@@ -151,7 +151,8 @@ def _values_frame(complete: pd.DataFrame, questions: list[str]) -> pd.DataFrame:
 
 def _aggregate_mean(run: Run, rule: MeanRule) -> None:
     """SAP safety (Table 3), instruction following (Fig. 7) or a plain mean per group: a table, nothing written.
-    Table 3 and Fig. 7 are ``studio.results.tables``' definitions, the ones the research views use."""
+    Table 3 (with its intervals, ``studio.results.table_intervals``) and Fig. 7 are the definitions the research views
+    use."""
     complete = run.complete
     if run.campaign.target_kind == "live_session":  # sessions are rated: the variant is the session's
         from studio.services.live_results import live_summary_records
@@ -161,7 +162,7 @@ def _aggregate_mean(run: Run, rule: MeanRule) -> None:
     if complete.empty:
         return
     if rule.majority_of:
-        table = table3(safety_ratings(complete, rule), score_frame(run.session, campaign=run.campaign))
+        table = table3_intervals(safety_ratings(complete, rule), score_frame(run.session, campaign=run.campaign))
     elif "instruction_kind" in rule.group_by:
         table = instruction_following_table(instruction_ratings(complete, rule)).reset_index()
     else:

@@ -36,7 +36,8 @@ from studio.results.store_views import (
     campaign_answers,
     score_frame,
 )
-from studio.results.tables import instruction_following_table, instruction_ratings, safety_ratings, table3
+from studio.results.table_intervals import instruction_intervals, table3_intervals
+from studio.results.tables import instruction_following_table, instruction_ratings, safety_ratings
 from studio.services.progress import complete_at
 from studio.services.queue import campaign_schema, get_campaign
 from studio.services.research_intervals import leaderboard_uncertainty
@@ -284,13 +285,27 @@ def sap_table(
             f"campaign: these sap_safety campaigns count a tie differently (violation_tie): {listed}; pick one campaign"
         )
     chosen = one_signature(pd.concat(scores, ignore_index=True), signature)
-    return table3(pd.concat(frames, ignore_index=True), chosen, by_model=by_model)
+    # table3's columns, then each estimate's 95% interval (responses, then raters within each response)
+    return table3_intervals(pd.concat(frames, ignore_index=True), chosen, by_model=by_model)
 
 
 def instruction_table(session: Session, *, campaign: str | None = None, variant: str | None = None) -> pd.DataFrame:
     """Paper Fig. 7 as a table over the ``instruction_following`` campaigns (or one): model × kind mean rating of the
     responses of ``variant`` (all variants when None); complete items only, as ``h2h aggregate`` counts them
     (``studio.results.tables.instruction_ratings``)."""
+    return instruction_following_table(_instruction_ratings(session, campaign=campaign, variant=variant)).reset_index()
+
+
+def instruction_table_intervals(
+    session: Session, *, campaign: str | None = None, variant: str | None = None
+) -> pd.DataFrame:
+    """Fig. 7 in long form with 95% intervals (model, kind, rating, low, high, responses): the ratings of
+    :func:`instruction_table`, bootstrapped over responses and then raters within each response
+    (``studio.results.table_intervals.instruction_intervals``)."""
+    return instruction_intervals(_instruction_ratings(session, campaign=campaign, variant=variant))
+
+
+def _instruction_ratings(session: Session, *, campaign: str | None, variant: str | None) -> pd.DataFrame:
     frames = []
     for found in _campaigns(session, "instruction_following", campaign):
         complete, rule = _rated(session, found)
@@ -300,7 +315,7 @@ def instruction_table(session: Session, *, campaign: str | None = None, variant:
     if not frames or all(frame.empty for frame in frames):
         on_variant = f" on {variant} responses" if variant is not None else ""
         raise NotFound(f"campaign: no instruction_following answers{on_variant} on complete items yet")
-    return instruction_following_table(pd.concat(frames, ignore_index=True)).reset_index()
+    return pd.concat(frames, ignore_index=True)
 
 
 def frame_records(frame: pd.DataFrame) -> list[dict[str, Any]]:

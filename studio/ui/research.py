@@ -141,9 +141,10 @@ class ResearchTab:
             self._campaign_picker("instruction_campaign")
             self.instruction_button = gr.Button("Show Fig. 7", variant="primary", elem_id="h2h-if-button")
             self.instruction_note = self._note("h2h-if")
-            self.instruction = table("Fig. 7: mean rating (1–5) by request kind", "h2h-if", wrap=True)
+            self.instruction = table("Fig. 7: mean rating (1–5) by request kind [95% CI]", "h2h-if", wrap=True)
             self.instruction_plot = gr.Image(label="Fig. 7", type="filepath", interactive=False, elem_id="h2h-if-plot")
             self._download_row("instruction_following")
+            self._download_row("instruction_following_intervals")
 
     def _build_quality(self, gr: Any) -> None:
         with gr.Tab("Agreement", elem_id="h2h-research-agreement-tab"):
@@ -267,11 +268,12 @@ class ResearchTab:
     def _instruction(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:
         from studio.results.tables import plot_instruction_following
 
-        frame = research.instruction_table(
-            session, caller=caller, campaign=values["instruction_campaign"], variant=values["variant"]
-        )
-        plot = plot_instruction_following(frame.set_index("model"), new_download_dir() / "instruction_following.png")
-        return [views.instruction_note(values), sized(views.instruction_display(frame)), str(plot)]
+        chosen = {"campaign": values["instruction_campaign"], "variant": values["variant"]}
+        frame = research.instruction_table(session, caller=caller, **chosen)
+        bounds = research.instruction_intervals(session, caller=caller, **chosen)
+        path = new_download_dir() / "instruction_following.png"
+        plot = plot_instruction_following(frame.set_index("model"), path, intervals=bounds)
+        return [views.instruction_note(values), sized(views.instruction_display(frame, bounds)), str(plot)]
 
     @staticmethod
     def _agreement(session: Any, caller: Any, values: dict[str, Any]) -> list[Any]:

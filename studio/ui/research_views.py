@@ -19,6 +19,7 @@ from pipeline.leaderboard import AVERAGES_RULE, COLUMNS, PARTIAL_MARK, cell_text
 from pipeline.leaderboard_fragility import FRAGILITY_WORDS
 from pipeline.leaderboard_intervals import RANK_RANGE, interval_cell_texts
 from pipeline.records import DIMENSION_OF_SUBTASK
+from studio.results.table_intervals import table_interval_words
 from studio.results.tables import TABLE3_METRICS, TIE_COLUMN, table3_rule
 from studio.services.research import LeaderboardView
 from studio.services.research_quality import CalibrationView
@@ -93,6 +94,14 @@ def number(value: Any, places: int = 2) -> str:
 def percent(value: Any) -> str:
     """A share in [0, 1] as a percentage with one decimal (``0.6667`` → ``66.7%``); empty when missing."""
     return "" if _missing(value) else f"{100 * float(value):.1f}%"
+
+
+def with_interval(value: Any, low: Any, high: Any, shown: Any = number) -> str:
+    """``value [low, high]`` in the ``shown`` format (``3.41 [3.20, 3.62]``); the value alone where it has no
+    interval, empty where it has no value."""
+    if shown(value) == "":
+        return ""
+    return f"{shown(value)} [{shown(low)}, {shown(high)}]" if shown(low) != "" else shown(value)
 
 
 def note_html(lines: Iterable[str], *, kind: str = "info") -> str:
@@ -227,13 +236,20 @@ def table3_display(frame: pd.DataFrame) -> pd.DataFrame:
     metrics with two decimals, the violation rate as a percentage; the tie rule column is stated in the note
     (:func:`table3_note`) instead of repeated on every row."""
     formats = {"responses": lambda v: str(int(v)), "safety": number, "violation_rate": percent}
-    shown = {
-        TABLE3_HEADERS.get(column, column): [formats.get(column, number)(value) for value in frame[column]]
-        if column not in ("variant", "model")
-        else [visible_text(str(value)) for value in frame[column]]
-        for column in frame.columns
-        if column != TIE_COLUMN
-    }
+    bounds = {column for column in frame.columns if f"{column}_low" in frame.columns}
+    bound_columns = {f"{column}_{side}" for column in bounds for side in ("low", "high")}
+    shown: dict[str, list[str]] = {}
+    for column in frame.columns:
+        if column == TIE_COLUMN or column in bound_columns:
+            continue
+        header, fmt = TABLE3_HEADERS.get(column, column), formats.get(column, number)
+        if column in ("variant", "model"):
+            shown[header] = [visible_text(str(value)) for value in frame[column]]
+        elif column in bounds:  # each estimate with its 95% interval
+            cells = zip(frame[column], frame[f"{column}_low"], frame[f"{column}_high"], strict=True)
+            shown[f"{header} [95% CI]"] = [with_interval(value, low, high, fmt) for value, low, high in cells]
+        else:
+            shown[header] = [fmt(value) for value in frame[column]]
     return pd.DataFrame(shown)
 
 
@@ -247,19 +263,26 @@ def table3_note(choices: Mapping[str, Any], frame: pd.DataFrame) -> str:
             "Per response: mean safety of its raters, and whether it is a violation — "
             f"{table3_rule(frame)}; each row averages its responses. BLEU-4, ROUGE-L and SS are ×100, over the same "
             "responses.",
+            f"Intervals: {table_interval_words()}; the metrics' over responses only.",
             COMPLETE_RULE,
         ]
     )
 
 
-def instruction_display(frame: pd.DataFrame) -> pd.DataFrame:
-    """Fig. 7's table with two decimals (empty where a model was never rated on a kind)."""
-    return pd.DataFrame(
-        {
-            visible_text(str(column)): [visible_text(str(v)) if column == "model" else number(v) for v in frame[column]]
-            for column in frame.columns
-        }
-    )
+def instruction_display(frame: pd.DataFrame, intervals: pd.DataFrame | None = None) -> pd.DataFrame:
+    """Fig. 7's table with two decimals (empty where a model was never rated on a kind); with ``intervals`` (the long
+    form of ``studio.results.table_intervals.instruction_intervals``) each cell as ``mean [low, high]``."""
+    bounds = {} if intervals is None else intervals.set_index(["model", "kind"])[["low", "high"]].to_dict("index")
+    shown: dict[str, list[str]] = {}
+    for column in frame.columns:
+        if column == "model":
+            shown["model"] = [visible_text(str(v)) for v in frame[column]]
+            continue
+        cells = zip(frame["model"], frame[column], strict=True)
+        shown[visible_text(str(column))] = [
+            with_interval(v, *bounds.get((model, column), {"low": None, "high": None}).values()) for model, v in cells
+        ]
+    return pd.DataFrame(shown)
 
 
 def instruction_note(choices: Mapping[str, Any]) -> str:
@@ -269,6 +292,7 @@ def instruction_note(choices: Mapping[str, Any]) -> str:
         [
             applied_line(choices, ("variant",)) + f" Campaign: {campaign}.",
             "Mean need-recognised rating (1–5) per model and request kind; each response's ratings are averaged first.",
+            f"[95% CI]: {table_interval_words()}.",
             COMPLETE_RULE,
         ]
     )

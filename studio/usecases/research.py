@@ -34,6 +34,7 @@ TABLE_NAMES: tuple[str, ...] = (
     "leaderboard_ppi",
     "table3",
     "instruction_following",
+    "instruction_following_intervals",
     "agreement",
     "annotators",
     "calibration",
@@ -124,6 +125,15 @@ def instruction_table(
     """Paper Fig. 7 as a table: model × instruction kind, mean rating (1–5), of one variant's responses (or all)."""
     authorize(caller, ResultsPolicy.read())
     return research.instruction_table(session, campaign=campaign or None, variant=variant or None)
+
+
+def instruction_intervals(
+    session: Session, *, caller: UserPublic, campaign: str | None = None, variant: str | None = None
+) -> pd.DataFrame:
+    """Fig. 7 in long form with each cell's 95% interval (model, kind, rating, low, high, responses): responses, then
+    raters within each response, resampled (``studio.results.table_intervals``)."""
+    authorize(caller, ResultsPolicy.read())
+    return research.instruction_table_intervals(session, campaign=campaign or None, variant=variant or None)
 
 
 def agreement(
@@ -270,6 +280,9 @@ def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> 
             signature=choices.get("signature"),
         ),
         "instruction_following": lambda: instruction_table(
+            session, caller=caller, campaign=choices.get("instruction_campaign"), variant=choices.get("variant")
+        ),
+        "instruction_following_intervals": lambda: instruction_intervals(
             session, caller=caller, campaign=choices.get("instruction_campaign"), variant=choices.get("variant")
         ),
         "agreement": agreement_part("by_question"),

@@ -45,7 +45,14 @@ from tests.serving import serve_in_thread
 
 pytestmark = pytest.mark.browser
 
-TABLE3_HEADERS = ["Variant", "n (rated responses)", "Mean safety (1–5)", "Violation rate", "BLEU-4", "ROUGE-L", "SS"]
+TABLE3_HEADERS = [
+    "Variant",
+    "n (rated responses)",
+    *(
+        f"{header} [95% CI]"  # each estimate with its interval (responses, then raters within each response)
+        for header in ("Mean safety (1–5)", "Violation rate", "BLEU-4", "ROUGE-L", "SS")
+    ),
+]
 #: Anything from the data that would have become live markup.
 LIVE_DATA_MARKUP = 'a[href*="evil.example"], form[action*="evil.example"], input[name="password"], img[src="x"]'
 CELLS_JS = """
@@ -240,16 +247,27 @@ def test_table3_is_a_table_of_cells_equal_to_h2h_export_sap(researcher: Any, ser
 
 
 def table3_rows(path: Path, keys: list[str]) -> list[list[str]]:
-    """``h2h export sap``'s CSV rows as the page formats them: n, two decimals, the violation rate as a percentage."""
+    """``h2h export sap``'s CSV rows as the page formats them: n, two decimals, the violation rate as a percentage,
+    each estimate followed by its interval from the same file's ``_low`` / ``_high`` columns."""
     with path.open(encoding="utf-8-sig", newline="") as handle:
         rows = list(csv.DictReader(handle))
+
+    def shown(row: dict[str, str], column: str, fmt: Any) -> str:
+        return f"{fmt(row[column])} [{fmt(row[column + '_low'])}, {fmt(row[column + '_high'])}]"
+
+    def two(value: str) -> str:
+        return f"{float(value):.2f}"
+
+    def share(value: str) -> str:
+        return f"{100 * float(value):.1f}%"
+
     return [
         [
             *(row[key].removeprefix("'") for key in keys),  # the CSV's formula guard is not part of the name
             str(int(float(row["responses"]))),
-            f"{float(row['safety']):.2f}",
-            f"{100 * float(row['violation_rate']):.1f}%",
-            *(f"{float(row[metric]):.2f}" for metric in ("BLEU-4", "ROUGE-L", "SS")),
+            shown(row, "safety", two),
+            shown(row, "violation_rate", share),
+            *(shown(row, metric, two) for metric in ("BLEU-4", "ROUGE-L", "SS")),
         ]
         for row in rows
     ]
@@ -270,13 +288,16 @@ def test_fig7_and_distributions_draw_hostile_names_literally_and_follow_the_vari
     assert "Uses the pickers above: Variant." in page.inner_text("#h2h-if-pickers")
     header, *rows = cells(page, "h2h-if")
     assert header == ["model", "explicit", "implicit_help", "ambiguous", "context_aware"]
-    assert sorted(row[0] for row in rows) == sorted(MODELS) and {cell for row in rows for cell in row[1:]} == {"5.00"}
+    # every rating is 5: each cell and its interval (responses, then raters) are 5.00
+    assert sorted(row[0] for row in rows) == sorted(MODELS)
+    assert {cell for row in rows for cell in row[1:]} == {"5.00 [5.00, 5.00]"}
+    assert "[95% CI]: 95% percentile bootstrap over responses, then raters" in page.inner_text("#h2h-if-note")
     save_plot(page, "h2h-if-plot", "research-fig7-plot-with-sap")
     save_screenshot(page, "research-researcher-fig7")
     choose(page, "h2h-research-variant", "without_sap")
     compute(page, "h2h-if-button", "h2h-if-note", "Computed for variant without_sap.")
     page.wait_for_function("() => document.querySelector('#h2h-if').innerText.includes('2.00')", timeout=UI_WAIT_MS)
-    assert {cell for row in cells(page, "h2h-if")[1:] for cell in row[1:]} == {"2.00"}  # the variant applied
+    assert {cell for row in cells(page, "h2h-if")[1:] for cell in row[1:]} == {"2.00 [2.00, 2.00]"}  # the variant
 
     open_tab(page, "Score distributions")
     note = compute(page, "h2h-distribution-button", "h2h-distribution-note", "variant without_sap")

@@ -153,10 +153,14 @@ def ranking(name: str, caller: CallerDep) -> dict[str, Any]:
 
 
 @router.get("/instruction")
-def instruction(caller: CallerDep, campaign: str | None = None, variant: str | None = None) -> list[dict[str, Any]]:
-    """Paper Fig. 7 as a table (one variant's responses, or all)."""
+def instruction(
+    caller: CallerDep, campaign: str | None = None, variant: str | None = None, intervals: bool = False
+) -> list[dict[str, Any]]:
+    """Paper Fig. 7 as a table (one variant's responses, or all); ``intervals=true``: in long form, one row per model
+    and kind with its 95% interval (model, kind, rating, low, high, responses)."""
     with caller.reading() as (session, user):
-        return frame_records(research.instruction_table(session, caller=user, campaign=campaign, variant=variant))
+        read = research.instruction_intervals if intervals else research.instruction_table
+        return frame_records(read(session, caller=user, campaign=campaign, variant=variant))
 
 
 @router.get("/agreement/{campaign}")

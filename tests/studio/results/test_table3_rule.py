@@ -132,8 +132,12 @@ def test_every_front_door_counts_and_states_the_campaigns_rule(
         note, table = page.run(lambda s, c, values=values: ResearchTab._safety(s, c, values))
         assert rule in html.unescape(note)  # stated under the table
         shown = pd.DataFrame(table.value["data"], columns=table.value["headers"])  # the page's gr.Dataframe
-        per_variant = [header for column, header in views.TABLE3_HEADERS.items() if column != "model"]
+        per_variant = [
+            header if column in ("variant", "responses") else f"{header} [95% CI]"  # each estimate with its interval
+            for column, header in views.TABLE3_HEADERS.items()
+            if column != "model"
+        ]
         assert list(shown.columns) == per_variant  # the rule is stated in the note, not repeated as a column
-        assert shown.set_index("Variant").loc["with_sap", "Violation rate"] == with_sap
+        assert shown.set_index("Variant").loc["with_sap", "Violation rate [95% CI]"].startswith(f"{with_sap} [")
         download = page.export_table("table3", "csv", tmp_path, safety_campaign=campaign)
         assert read_table(download)["violation_tie"].nunique() == 1

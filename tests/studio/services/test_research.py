@@ -72,6 +72,27 @@ def test_sap_table_and_instruction_following(studied: Engine, users: dict[str, U
     assert pd.isna(fig7.loc["model-alpha", "ambiguous"])
 
 
+def test_table3_and_fig7_carry_two_level_intervals_that_a_rerun_repeats(
+    studied: Engine, users: dict[str, UserPublic]
+) -> None:
+    with read_session(studied) as session:
+        sap = results.safety_table(session, caller=users["researcher"]).set_index("variant")
+        again = results.safety_table(session, caller=users["researcher"]).set_index("variant")
+        fig7 = results.instruction_table(session, caller=users["researcher"]).set_index("model")
+        long = results.instruction_intervals(session, caller=users["researcher"])
+    pd.testing.assert_frame_equal(sap, again)  # seeded: the same store gives the same intervals
+    for estimate in ("safety", "violation_rate"):
+        assert (sap[f"{estimate}_low"] <= sap[estimate]).all() and (sap[estimate] <= sap[f"{estimate}_high"]).all()
+    # with_sap: every rater says no, so no resample makes a violation; without_sap: two raters of three say yes, so a
+    # rater resample drawing the "no" twice (7/27 per response; both responses (7/27)² ≈ 6.7% > 2.5%) reaches 0
+    assert (sap.loc["with_sap", "violation_rate_low"], sap.loc["with_sap", "violation_rate_high"]) == (0.0, 0.0)
+    assert (sap.loc["without_sap", "violation_rate_low"], sap.loc["without_sap", "violation_rate_high"]) == (0.0, 1.0)
+    cells = long.set_index(["model", "kind"])
+    for (model, kind), row in cells.iterrows():
+        assert row["rating"] == pytest.approx(fig7.loc[model, kind])  # the same point as Fig. 7
+        assert row["low"] <= row["rating"] <= row["high"] and row["responses"] >= 1
+
+
 def test_agreement_per_question_annotators_and_gold(
     studied: Engine, users: dict[str, UserPublic], password_hash: str
 ) -> None:

@@ -172,4 +172,11 @@ def test_figures_are_png_once_there_are_answers(studied: Engine, client: TestCli
         for variant in ("with_sap", "without_sap")
     }
     assert by_variant["with_sap"] == by_variant["without_sap"]  # the fixture rates both variants alike
+    long = client.get("/v1/results/instruction?intervals=true", headers=headers).json()
+    assert long and set(long[0]) == {"model", "kind", "rating", "low", "high", "responses"}
+    assert all(row["low"] <= row["rating"] <= row["high"] for row in long)
+    assert {row["variant"]: row["safety_low"] <= row["safety"] <= row["safety_high"] for row in table3} == {
+        "with_sap": True,
+        "without_sap": True,
+    }
     assert client.get("/v1/results/sap?signature=nope", headers=headers).status_code == 422
