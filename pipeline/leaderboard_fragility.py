@@ -27,7 +27,8 @@ GREEDY = "greedy upper bound"
 FRAGILITY_WORDS = (
     "Fragility: items_to_swap = fewest items (scenarios, for paired models) whose removal puts the lower model of an "
     "adjacent pair above the upper one by overall, of `items`; 'exact' when both models answered the same scenarios "
-    "(largest differences removed first), else a 'greedy upper bound'."
+    "(largest differences removed first), else a 'greedy upper bound'; '–' (empty in a file): no removal of items "
+    "that the search tries swaps them."
 )
 
 

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     import pandas as pd
     from sqlmodel import Session
 
+    from studio.services.research import LeaderboardView
+
 Output = click.Path(dir_okay=False, path_type=Path)
 
 
@@ -90,6 +92,20 @@ def write(frame: pd.DataFrame, output: Path, what: str) -> None:
         "by suffix)."
     ),
 )
+@click.option(
+    "--intervals",
+    "intervals_path",
+    type=Output,
+    default=None,
+    help="Also write every cell's 95% bootstrap interval here (model, column, value, lower, upper; format by suffix).",
+)
+@click.option(
+    "--fragility",
+    "fragility_path",
+    type=Output,
+    default=None,
+    help="Also write each adjacent pair's rank fragility here (format by suffix).",
+)
 @db_option
 def leaderboard_export(
     output: Path,
@@ -97,11 +113,15 @@ def leaderboard_export(
     signature: str | None,
     judge: str | None,
     coverage_path: Path | None,
+    intervals_path: Path | None,
+    fragility_path: Path | None,
     db_url: str | None,
 ) -> None:
     """Paper Table 2 from the store (``h2h leaderboard``'s definition): J_final for itinerary I–III once
     adjudicated; items awaiting adjudication are pending, left out of the means and reported per model and subtask;
-    a dimension's average over fewer than all its subtasks is left empty and reported per model."""
+    a dimension's average over fewer than all its subtasks is left empty and reported per model. Every cell's 95%
+    interval, each model's rank range and each adjacent pair's rank fragility are the Research page's (one seeded
+    computation); the method is printed on stderr."""
     from studio.services.research import leaderboard
 
     with store_session(db_url) as session:
@@ -109,6 +129,7 @@ def leaderboard_export(
     write(view.table, output, "leaderboard")
     if coverage_path is not None:
         write(view.coverage, coverage_path, "coverage")
+    _write_uncertainty(view, intervals_path=intervals_path, fragility_path=fragility_path)
     from pipeline.leaderboard import AVERAGES_RULE, describe_partial, describe_pending
 
     for line in describe_pending(view.board):
@@ -118,6 +139,23 @@ def leaderboard_export(
         click.echo(f"partial: {line}", err=True)
     if partial:
         click.echo(AVERAGES_RULE, err=True)
+
+
+def _write_uncertainty(view: LeaderboardView, *, intervals_path: Path | None, fragility_path: Path | None) -> None:
+    """Write the leaderboard view's intervals and fragility where asked, and state on stderr how they were computed
+    and each adjacent pair's fragility."""
+    from pipeline.leaderboard_fragility import FRAGILITY_WORDS, format_fragility
+
+    if view.intervals is not None:
+        if intervals_path is not None:
+            write(view.intervals.long(), intervals_path, "interval")
+        click.echo(view.intervals.words(), err=True)
+    if view.fragility is not None:
+        if fragility_path is not None:
+            write(view.fragility, fragility_path, "fragility")
+        for line in format_fragility(view.fragility):
+            click.echo(f"fragility: {line}", err=True)
+        click.echo(FRAGILITY_WORDS, err=True)
 
 
 @click.command("leaderboard-ppi")
@@ -168,20 +206,38 @@ def sap_export(
 @output_option
 @click.option("--campaign", default=None, help="One instruction_following campaign (default: all of them).")
 @click.option("--variant", default=None, help="Only responses of this variant (default: all).")
-@click.option("--plot", type=Output, default=None, help="Also draw Fig. 7 (PNG/SVG/PDF).")
+@click.option("--plot", type=Output, default=None, help="Also draw Fig. 7 (PNG/SVG/PDF), intervals as error bars.")
+@click.option(
+    "--intervals",
+    "intervals_path",
+    type=Output,
+    default=None,
+    help="Also write each cell's 95% interval here (model, kind, rating, low, high, responses; format by suffix).",
+)
 @db_option
 def instruction_export(
-    output: Path, campaign: str | None, variant: str | None, plot: Path | None, db_url: str | None
+    output: Path,
+    campaign: str | None,
+    variant: str | None,
+    plot: Path | None,
+    intervals_path: Path | None,
+    db_url: str | None,
 ) -> None:
-    """Instruction following per model and request kind (mean need-recognised rating): paper Fig. 7 as a table."""
+    """Instruction following per model and request kind (mean need-recognised rating): paper Fig. 7 as a table;
+    each cell's 95% interval (responses, then raters within each response, resampled) with --intervals."""
+    from studio.results.table_intervals import table_interval_words
     from studio.results.tables import plot_instruction_following
-    from studio.services.research import instruction_table
+    from studio.services.research import instruction_table, instruction_table_intervals
 
     with store_session(db_url) as session:
         table = instruction_table(session, campaign=campaign, variant=variant)
+        bounds = instruction_table_intervals(session, campaign=campaign, variant=variant)
     write(table, output, "instruction following")
+    if intervals_path is not None:
+        write(bounds, intervals_path, "interval")
+        click.echo(f"Intervals: {table_interval_words()}", err=True)
     if plot is not None:
-        plot_instruction_following(table.set_index("model"), plot)
+        plot_instruction_following(table.set_index("model"), plot, intervals=bounds)
 
 
 @click.command("agreement")

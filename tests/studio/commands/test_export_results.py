@@ -8,16 +8,18 @@ import json
 from pathlib import Path
 
 import click
+import pandas as pd
 import pytest
 from click.testing import CliRunner
 from sqlalchemy import Engine
 
 from studio.commands.aggregate import aggregate_command
 from studio.commands.export_results import RESULT_EXPORTS
-from studio.db import write_session
+from studio.db import read_session, write_session
 from studio.models import CampaignPublic, UserPublic
 from studio.results.export_formats import read_table
 from studio.services import curation
+from studio.services.research import leaderboard
 from tests.studio.helpers import crowd_vote
 
 FORMULA = '=HYPERLINK("http://evil.example","点我")'
@@ -33,8 +35,16 @@ def test_leaderboard_sap_instruction_agreement_and_adjudicated_exports(
 ) -> None:
     mixed = export(db_url, "leaderboard", "-o", str(tmp_path / "lb.csv"))
     assert mixed.exit_code == 1 and "variant" in mixed.output
-    done = export(db_url, "leaderboard", "-o", str(tmp_path / "lb.csv"), "--variant", "with_sap")
+    bounds = ["--intervals", str(tmp_path / "lb-ci.csv"), "--fragility", str(tmp_path / "lb-frag.jsonl")]
+    done = export(db_url, "leaderboard", "-o", str(tmp_path / "lb.csv"), "--variant", "with_sap", *bounds)
     assert done.exit_code == 0, done.output
+    with read_session(studied) as session:
+        view = leaderboard(session, variant="with_sap")  # the page's and the REST API's computation
+    pd.testing.assert_frame_equal(
+        read_table(tmp_path / "lb-ci.csv"), view.intervals.long().reset_index(drop=True), check_dtype=False
+    )
+    assert read_table(tmp_path / "lb-frag.jsonl")["upper"].tolist() == view.fragility["upper"].tolist()
+    assert "Intervals: 95% percentile bootstrap over items" in done.output  # the method, stated
     board = read_table(tmp_path / "lb.csv")
     assert list(board["model"]) == sorted(board["model"], key=lambda m: -board.set_index("model").loc[m, "overall"])
     assert set(board["model"]) == {"model-alpha", "model-beta"} and "pending" not in done.output
@@ -44,7 +54,12 @@ def test_leaderboard_sap_instruction_agreement_and_adjudicated_exports(
     assert sap.loc["without_sap", "violation_rate"] == 1.0 and {"BLEU-4", "ROUGE-L", "SS"} <= set(sap.columns)
     assert (tmp_path / "sap.png").read_bytes()[:4] == b"\x89PNG"
     figure = tmp_path / "fig7.png"
-    assert export(db_url, "instruction", "-o", str(tmp_path / "fig7.jsonl"), "--plot", str(figure)).exit_code == 0
+    fig7_ci = tmp_path / "fig7-ci.csv"
+    args = ["instruction", "-o", str(tmp_path / "fig7.jsonl"), "--plot", str(figure), "--intervals", str(fig7_ci)]
+    assert export(db_url, *args).exit_code == 0
+    cells = read_table(fig7_ci).set_index(["model", "kind"])
+    assert cells.loc[("model-alpha", "explicit"), "rating"] == 5.0
+    assert (cells["low"] <= cells["rating"]).all() and (cells["rating"] <= cells["high"]).all()
     fig7 = [json.loads(line) for line in (tmp_path / "fig7.jsonl").read_text(encoding="utf-8").splitlines()]
     assert {row["model"]: row["explicit"] for row in fig7} == {"model-alpha": 5.0, "model-beta": 2.0}
     assert figure.read_bytes()[:4] == b"\x89PNG"
