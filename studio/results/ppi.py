@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
 
 from pipeline.bootstrap import CONFIDENCE
 from pipeline.leaderboard import item_values
@@ -79,6 +78,9 @@ def cell_estimate(*, y: np.ndarray, yhat: np.ndarray, yhat_unlabelled: np.ndarra
 
     ``y``/``yhat``: the experts' and the judge's scores on the n labelled items; ``yhat_unlabelled``: the judge's
     on the N others. Fewer than :data:`MIN_AUDITED` labelled or no unlabelled item: NaN figures and a note why."""
+    # imported here: ppi_py pulls scikit-learn and statsmodels (~1.2 s), which the studio's start should not pay
+    from ppi_py import classical_mean_ci, ppi_mean_ci, ppi_mean_pointestimate
+
     n, big_n = len(y), len(yhat_unlabelled)
     empty = {"ppi": math.nan, "ppi_low": math.nan, "ppi_high": math.nan, "effective_n": math.nan}
     human = {"human_only": float(np.mean(y)) if n else math.nan, "human_low": math.nan, "human_high": math.nan}
