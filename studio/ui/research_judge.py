@@ -14,10 +14,9 @@ import pandas as pd
 
 from studio.results import judge_bias as bias
 from studio.results.judge_bias import JudgeBiasCard
-from studio.ui.calls import OpenContext, reading
-from studio.ui.research_ppi import interval
-from studio.ui.research_views import note_html
-from studio.ui.tables import display_frame, sized, table
+from studio.ui.research_section import PickedSection
+from studio.ui.research_views import note_html, with_interval
+from studio.ui.tables import display_frame
 from studio.usecases import research
 
 BUTTON = "Judge-bias card"
@@ -61,7 +60,7 @@ def card_display(card: JudgeBiasCard) -> pd.DataFrame:
                 CARD_HEADERS,
                 (
                     MEASURE_NAMES.get(measure.measure, measure.measure),
-                    interval(measure.value, measure.low, measure.high),
+                    with_interval(measure.value, measure.low, measure.high),
                     str(measure.n),
                     _material(measure.material),
                     THRESHOLDS.get(measure.measure, "(context)"),
@@ -84,41 +83,14 @@ def card_note(card: JudgeBiasCard) -> str:
     return note_html([card.summary, *sentences, drawn])
 
 
-class JudgeBiasSection:
-    """The section's components (inside the Judge vs human sub-tab, under the plot) and their handler."""
+class JudgeBiasSection(PickedSection):
+    """Under the calibration plot in the Judge vs human sub-tab: the judge-bias card."""
 
-    def __init__(self, open_context: OpenContext) -> None:
-        self.open_context = open_context
+    button_label = BUTTON
+    elem_id = "h2h-judge-bias"
+    table_label = "Judge biases on the adjudicated items: each measure, its 95% interval, n and the threshold in words"
 
-    def build(self, *, variant: Any, signature: Any, judge: Any) -> None:
-        """Create the components in the current Gradio context; the pickers are the page's own."""
-        import gradio as gr
-
-        self.button = gr.Button(BUTTON, elem_id="h2h-judge-bias-button")
-        self.note = gr.HTML(elem_id="h2h-judge-bias-note", js_on_load=None)
-        self.table = table(
-            "Judge biases on the adjudicated items: each measure, its 95% interval, n and the threshold in words",
-            "h2h-judge-bias",
-            wrap=True,
-            pinned_columns=1,
-        )
-        self._wire(inputs=[variant, signature, judge])
-
-    def _wire(self, *, inputs: list[Any]) -> None:
-        import gradio as gr
-
-        from studio.errors import InvalidInput, NotFound
-
-        def show(variant: Any, signature: Any, judge: Any, request: gr.Request) -> list[Any]:
-            """Fill the note and the table; a choice with nothing to show says so in the note."""
-            with reading(self.open_context, request) as (session, caller):
-                try:
-                    card = research.judge_bias(
-                        session, caller=caller, variant=variant, signature=signature, judge=judge
-                    )
-                except (InvalidInput, NotFound) as problem:
-                    warning = note_html([f"Nothing to show for these choices: {problem}"], kind="warning")
-                    return [warning, pd.DataFrame(columns=[""])]
-            return [card_note(card), sized(card_display(card))]
-
-        self.button.click(show, inputs=inputs, outputs=[self.note, self.table], api_visibility="private")
+    def compute(self, session: Any, caller: Any, *, variant: Any, signature: Any, judge: Any) -> tuple[str, Any]:
+        """The card of these choices (``studio.usecases.research.judge_bias``) and its note."""
+        card = research.judge_bias(session, caller=caller, variant=variant, signature=signature, judge=judge)
+        return card_note(card), card_display(card)

@@ -17,21 +17,13 @@ from studio.results.tables import TABLE3_METRICS
 from studio.services.text import visible_text
 from studio.ui.calls import OpenContext, reading, refused_as_gradio_errors
 from studio.ui.downloads import download_button, new_download_dir, ready, table_file
-from studio.ui.research_views import note_html, number, percent
+from studio.ui.research_views import note_html, number, percent, with_interval
 from studio.ui.tables import labelled, sized, table
 from studio.usecases import research
 
 #: The rows as the paper names them.
 VARIANT_LABELS: dict[str, str] = {"with_sap": "with SAP", "without_sap": "without SAP"}
 SIMULATED_LABEL = "Simulated users (an LLM played the person and rated; not people's ratings)"
-
-
-def _interval(value: Any, low: Any, high: Any, shown: Any) -> str:
-    """``value [low, high]`` in the ``shown`` format; empty for a row without sessions."""
-    if shown(value) == "":
-        return ""
-    bounds = f" [{shown(low)}, {shown(high)}]" if shown(low) != "" else ""
-    return f"{shown(value)}{bounds}"
 
 
 def _share(whole: Any, rate: Any) -> str:
@@ -49,11 +41,13 @@ def live_display(frame: pd.DataFrame) -> pd.DataFrame:
             "Variant": VARIANT_LABELS.get(str(row["variant"]), visible_text(str(row["variant"]))),
             "Sessions": str(int(row["sessions"])),
             "Raters": str(int(row["raters"])),
-            "Safety perception (1–5) [95% CI]": _interval(row["safety"], row["safety_low"], row["safety_high"], number),
-            "Violation / session [95% CI]": _interval(
+            "Safety perception (1–5) [95% CI]": with_interval(
+                row["safety"], row["safety_low"], row["safety_high"], number
+            ),
+            "Violation / session [95% CI]": with_interval(
                 row["violation_session"], row["violation_session_low"], row["violation_session_high"], percent
             ),
-            "Violation / reply (harmful/replies) [95% CI]": _interval(
+            "Violation / reply (harmful/replies) [95% CI]": with_interval(
                 row["violation_reply"], row["violation_reply_low"], row["violation_reply_high"], percent
             )
             + (f" ({int(row['harmful_replies'])}/{int(row['replies'])})" if int(row["replies"]) else ""),

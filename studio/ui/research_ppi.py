@@ -13,9 +13,9 @@ from typing import Any
 import pandas as pd
 
 from studio.services.research_ppi import PpiView
-from studio.ui.calls import OpenContext, reading
-from studio.ui.research_views import note_html, number
-from studio.ui.tables import display_frame, sized, table
+from studio.ui.research_section import PickedSection
+from studio.ui.research_views import note_html, number, with_interval
+from studio.ui.tables import display_frame
 from studio.usecases import research
 
 BUTTON = "Prediction-powered itinerary scores"
@@ -32,13 +32,6 @@ PPI_HEADERS: tuple[str, ...] = (
 )
 
 
-def interval(value: Any, low: Any, high: Any) -> str:
-    """``value [low, high]`` with two decimals; the value alone without bounds; empty without a value."""
-    if number(value) == "":
-        return ""
-    return f"{number(value)} [{number(low)}, {number(high)}]" if number(low) != "" else number(value)
-
-
 def ppi_display(frame: pd.DataFrame) -> pd.DataFrame:
     """``studio.results.ppi.ppi_cells``' frame as the page shows it (:data:`PPI_HEADERS`), every cell text."""
     rows = [
@@ -48,9 +41,9 @@ def ppi_display(frame: pd.DataFrame) -> pd.DataFrame:
                 (
                     row["model"],
                     row["subtask"],
-                    interval(row["ppi"], row["ppi_low"], row["ppi_high"]),
+                    with_interval(row["ppi"], row["ppi_low"], row["ppi_high"]),
                     number(row["classic"]),
-                    interval(row["human_only"], row["human_low"], row["human_high"]),
+                    with_interval(row["human_only"], row["human_low"], row["human_high"]),
                     f"{int(row['n_audited'])} / {int(row['n_judged'])}",
                     number(row["effective_n"], 1),
                     row["note"],
@@ -72,39 +65,16 @@ def ppi_note(view: PpiView) -> str:
     return note_html([f"Computed for {applied or 'the stored scores'}.", drawn, view.rule])
 
 
-class PpiSection:
-    """The section's components (inside the Leaderboard sub-tab, under Table 2) and their handler."""
+class PpiSection(PickedSection):
+    """Under Table 2 in the Leaderboard sub-tab: the prediction-powered itinerary scores."""
 
-    def __init__(self, open_context: OpenContext) -> None:
-        self.open_context = open_context
+    button_label = BUTTON
+    elem_id = "h2h-ppi"
+    table_label = (
+        "Prediction-powered scores: the judge on every judged item, rectified by the experts on a random audit"
+    )
 
-    def build(self, *, variant: Any, signature: Any, judge: Any) -> None:
-        """Create the components in the current Gradio context; the pickers are the page's own."""
-        import gradio as gr
-
-        self.button = gr.Button(BUTTON, elem_id="h2h-ppi-button")
-        self.note = gr.HTML(elem_id="h2h-ppi-note", js_on_load=None)
-        self.table = table(
-            "Prediction-powered scores: the judge on every judged item, rectified by the experts on a random audit",
-            "h2h-ppi",
-            wrap=True,
-            pinned_columns=1,
-        )
-        self._wire(inputs=[variant, signature, judge])
-
-    def _wire(self, *, inputs: list[Any]) -> None:
-        import gradio as gr
-
-        from studio.errors import InvalidInput, NotFound
-
-        def show(variant: Any, signature: Any, judge: Any, request: gr.Request) -> list[Any]:
-            """Fill the note and the table; a choice with nothing to show says so in the note."""
-            with reading(self.open_context, request) as (session, caller):
-                try:
-                    view = research.ppi_table(session, caller=caller, variant=variant, signature=signature, judge=judge)
-                except (InvalidInput, NotFound) as problem:
-                    warning = note_html([f"Nothing to show for these choices: {problem}"], kind="warning")
-                    return [warning, pd.DataFrame(columns=[""])]
-            return [ppi_note(view), sized(ppi_display(view.table))]
-
-        self.button.click(show, inputs=inputs, outputs=[self.note, self.table], api_visibility="private")
+    def compute(self, session: Any, caller: Any, *, variant: Any, signature: Any, judge: Any) -> tuple[str, Any]:
+        """The PPI table of these choices (``studio.usecases.research.ppi_table``) and its note."""
+        view = research.ppi_table(session, caller=caller, variant=variant, signature=signature, judge=judge)
+        return ppi_note(view), ppi_display(view.table)
