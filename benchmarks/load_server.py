@@ -45,14 +45,16 @@ def main() -> None:
     timeout and the connection cap per address of :mod:`studio.web.transport`)."""
     import uvicorn
 
-    from studio.commands.serve import server_config
+    from studio.commands.serve import freeze_startup_heap, server_config
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--db", required=True, help="store URL")
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     args = parser.parse_args()
-    uvicorn.Server(server_config(build_app(args.db), host=args.host, port=args.port)).run()
+    app = build_app(args.db)
+    freeze_startup_heap()  # as h2h studio does once its app is built
+    uvicorn.Server(server_config(app, host=args.host, port=args.port)).run()
 
 
 if __name__ == "__main__":

@@ -37,6 +37,21 @@ def server_config(app: Any, *, host: str, port: int) -> Any:
     )
 
 
+def freeze_startup_heap() -> None:
+    """Move every object alive now (the app, Gradio's blocks, imported modules) out of the garbage collector's reach.
+
+    Call it once the app is built, before serving. Why: the studio's heap after start-up holds a few million
+    long-lived objects (Gradio, FastAPI, SQLAlchemy, pydantic), and each full (generation 2) collection walked them
+    all: 180 ms pauses every few seconds under load, which were the p95/p99 of a paced annotator's next + submit
+    (``benchmarks/bench_load.py``). Frozen objects are never collected, but they live as long as the process anyway;
+    objects made while serving are collected as before.
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def _exit_on_sigterm(_signal: int, _frame: Any) -> None:
     raise SystemExit(0)  # unwinds like Ctrl+C does, so the ``finally`` of :func:`serve` cleans up
 
@@ -57,6 +72,7 @@ def serve(database_url: str, host: str, port: int, forwarded_allow_ips: str | No
     # handler it found — by default SIGTERM's, which kills the process before any cleanup. This one exits instead.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     app = create_app(settings)
+    freeze_startup_heap()
     try:
         click.echo(f"H2HTalk Studio on http://{host}:{port}/ (sign in at /login; Ctrl+C stops)", err=True)
         uvicorn.Server(server_config(app, host=host, port=port)).run()
