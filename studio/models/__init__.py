@@ -32,6 +32,7 @@ from studio.models.curation import (
     ScenarioStatusPublic,
 )
 from studio.models.curation_runs import CurationReport, PairJudgmentRow, PrescreenRow
+from studio.models.grants import LoginFailure, UiGrant
 from studio.models.live import LiveSession, LiveTurn
 from studio.models.people import (
     ROLES,
@@ -48,6 +49,8 @@ from studio.models.people import (
 from studio.models.types import UTCDateTime, utc_now
 
 __all__ = [
+    "LoginFailure",
+    "UiGrant",
     "LiveSession",
     "LiveTurn",
     "CurationReport",
