@@ -1,0 +1,268 @@
+"""The store at the paper's size: next-item and submit latency, Table 2, aggregation and exports.
+
+The store holds 4,650 scenarios × 50 models × 2 variants (465,000 responses with scores) and 1,000,000 answers
+(``paper_store.py``: a crowd_vote campaign of 4,650 items × 20 votes and a sap_safety campaign of 310,000 response
+items × 3, most complete). Filling takes minutes, so ``--keep DIR`` keeps the SQLite file there and reuses it (for
+PostgreSQL the database named by ``--db`` is reused when it already holds the campaigns; drop it to refill).
+
+Measured, in one run, on one store:
+
+* next item: ``studio.usecases.annotate.next_item`` in a write session, as the REST route runs it, for ``--takers``
+  different annotators on the sap_safety campaign (about 1,000,000 answers stored), then their submits
+  (``studio.usecases.annotate.submit``): p50/p95/max;
+* Table 2: ``studio.services.research.leaderboard`` (what ``h2h export leaderboard`` and the Research page call) on
+  one variant (232,500 scores of the 465,000), and the score load alone;
+* aggregation: ``studio.services.aggregation.aggregate`` of each campaign: its whole time, its write half (on SQLite
+  the write lock every submit waits for) and, on SQLite, the longest a probe writer waited meanwhile (a thread doing
+  ``BEGIN IMMEDIATE; COMMIT`` every 50 ms);
+* exports: ``h2h export votes`` (``studio.services.votes_export.export_votes``) of the safety campaign, and the
+  Table 3 export (``studio.services.research.sap_table``).
+
+Run: ``python benchmarks/bench_paper_size.py [--db URL] [--keep DIR] [--scenarios 4650 --models 50
+--answers 1000000]``. Timings are wall-clock on whatever machine runs it; the figures are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import Engine, func, select
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from paper_store import PaperSize, fill  # noqa: E402
+
+
+def percentile(values: list[float], share: float) -> float:
+    """The ``share`` quantile of ``values`` (nearest rank)."""
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(share * len(ordered)) - 1))]
+
+
+def _row(name: str, values_ms: list[float]) -> str:
+    return (
+        f"{name:<34} n={len(values_ms):<5} p50 {percentile(values_ms, 0.5):8.1f} ms   "
+        f"p95 {percentile(values_ms, 0.95):8.1f} ms   max {max(values_ms):8.1f} ms"
+    )
+
+
+def prepared(engine: Engine, size: PaperSize) -> float | None:
+    """Fill the store unless it already holds the campaigns; the fill's seconds, or None when reused."""
+    from studio.db import upgrade_db
+    from studio.models import Campaign
+
+    upgrade_db(engine)
+    with engine.connect() as connection:
+        if connection.execute(select(func.count(Campaign.id)).where(Campaign.name == "paper-safety")).scalar_one():
+            return None
+    started = time.perf_counter()
+    counts = fill(engine, size)
+    seconds = time.perf_counter() - started
+    print("filled: " + ", ".join(f"{n:,} {what}" for what, n in counts.items()) + f" in {seconds:.1f} s")
+    return seconds
+
+
+def _callers(engine: Engine, count: int) -> list[Any]:
+    from studio.models import User, UserPublic
+
+    with engine.connect() as connection:
+        rows = connection.execute(select(User).where(User.role == "annotator").order_by(User.id).limit(count)).all()
+    return [UserPublic.model_validate(row, from_attributes=True) for row in rows]
+
+
+def next_and_submit(engine: Engine, *, campaign: str, takers: int) -> tuple[list[float], list[float]]:
+    """Each of ``takers`` annotators takes their next item (a write session, as the route) and submits it."""
+    from studio.db import write_session
+    from studio.usecases import annotate
+
+    nexts: list[float] = []
+    submits: list[float] = []
+    for caller in _callers(engine, takers):
+        started = time.perf_counter()
+        with write_session(engine) as session:
+            view = annotate.next_item(session, caller=caller, campaign=campaign, lease_seconds=600)
+        nexts.append((time.perf_counter() - started) * 1000)
+        if view is None:
+            continue
+        submission = annotate.Submission(
+            item_id=view.item_id,
+            lease_id=view.lease_id,
+            submission_id=f"bench-{view.lease_id}",
+            answers={"safety": 4, "violation": "no"},
+            seconds_spent=12.0,
+        )
+        started = time.perf_counter()
+        with write_session(engine) as session:
+            annotate.submit(session, caller=caller, campaign=campaign, submission=submission, limits=_limits())
+        submits.append((time.perf_counter() - started) * 1000)
+    return nexts, submits
+
+
+def _limits() -> Any:
+    from studio.usecases.annotate import AnswerLimits
+
+    return AnswerLimits()
+
+
+def table2(engine: Engine, repeats: int) -> tuple[list[float], list[float]]:
+    """Table 2 of one variant (the leaderboard use), and the score load alone, ``repeats`` times each (ms)."""
+    from studio.db import read_session
+    from studio.services.research import _BOARD_COLUMNS, leaderboard, leaderboard_rows
+
+    whole: list[float] = []
+    load: list[float] = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        with read_session(engine) as session:
+            leaderboard(session, variant="with_sap")
+        whole.append((time.perf_counter() - started) * 1000)
+        started = time.perf_counter()
+        with read_session(engine) as session:
+            leaderboard_rows(session, variant="with_sap", columns=_BOARD_COLUMNS)
+        load.append((time.perf_counter() - started) * 1000)
+    return whole, load
+
+
+@contextmanager
+def probe_writer(engine: Engine, every_s: float = 0.05) -> Iterator[list[float]]:
+    """A thread that takes SQLite's write lock (``BEGIN IMMEDIATE``; commit) every ``every_s``: the waits (ms)."""
+    waits: list[float] = []
+    stop = threading.Event()
+
+    def probe() -> None:
+        raw = engine.raw_connection()
+        try:
+            while not stop.is_set():
+                started = time.perf_counter()
+                raw.driver_connection.execute("BEGIN IMMEDIATE")  # type: ignore[union-attr]
+                raw.driver_connection.execute("COMMIT")  # type: ignore[union-attr]
+                waits.append((time.perf_counter() - started) * 1000)
+                stop.wait(every_s)
+        finally:
+            raw.close()
+
+    thread = threading.Thread(target=probe, daemon=True)
+    thread.start()
+    try:
+        yield waits
+    finally:
+        stop.set()
+        thread.join()
+
+
+def aggregation(engine: Engine, campaign: str) -> dict[str, float]:
+    """One ``aggregate`` run of ``campaign`` split as the service splits it: read half, write half (seconds), and on
+    SQLite the probe writer's longest wait (ms)."""
+    from studio.db import is_sqlite, read_session, write_session
+    from studio.services.aggregation import answers_to_aggregate, write_aggregation
+
+    probe = probe_writer(engine) if is_sqlite(engine) else _no_probe()
+    with probe as waits:
+        started = time.perf_counter()
+        with read_session(engine) as session:
+            answers = answers_to_aggregate(session, campaign=campaign)
+        locked = time.perf_counter()
+        with write_session(engine) as session:
+            write_aggregation(session, campaign=campaign, actor="aggregate", answers=answers)
+        finished = time.perf_counter()
+    return {
+        "total_s": finished - started,
+        "write_s": finished - locked,
+        "probe_max_ms": max(waits, default=float("nan")),
+    }
+
+
+@contextmanager
+def _no_probe() -> Iterator[list[float]]:
+    yield []
+
+
+def _timed(run: Callable[[], Any]) -> float:
+    started = time.perf_counter()
+    run()
+    return time.perf_counter() - started
+
+
+def exports(engine: Engine, work: Path) -> dict[str, float]:
+    """Seconds for the safety campaign's votes export (CSV) and the Table 3 export."""
+    from studio.db import read_session
+    from studio.services.research import sap_table
+    from studio.services.votes_export import export_votes
+
+    def table3() -> None:
+        with read_session(engine) as session:
+            sap_table(session)
+
+    return {
+        "votes export (paper-safety, csv)": _timed(lambda: export_votes(engine, "paper-safety", work / "votes.csv")),
+        "Table 3 export (sap_table)": _timed(table3),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Fill (or reuse) the store, measure everything once on it and print the table."""
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--db", default=None, help="Database URL (default: a new SQLite file).")
+    parser.add_argument("--keep", type=Path, default=None, help="Keep (and reuse) the SQLite store in this folder.")
+    parser.add_argument("--scenarios", type=int, default=4650)
+    parser.add_argument("--models", type=int, default=50)
+    parser.add_argument("--answers", type=int, default=1_000_000)
+    parser.add_argument("--annotators", type=int, default=400)
+    parser.add_argument("--takers", type=int, default=200, help="Annotators who each take and submit one item.")
+    parser.add_argument("--repeats", type=int, default=3, help="Table 2 runs.")
+    args = parser.parse_args(argv)
+    size = PaperSize(scenarios=args.scenarios, models=args.models, answers=args.answers, annotators=args.annotators)
+    if args.keep is not None:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        _measure(args, size, args.keep)
+        return
+    with tempfile.TemporaryDirectory(prefix="h2h-bench-paper-") as folder:
+        _measure(args, size, Path(folder))
+
+
+def _measure(args: argparse.Namespace, size: PaperSize, work: Path) -> None:
+    from studio.db import create_db_engine
+
+    url = args.db or f"sqlite:///{work / 'paper.sqlite'}"
+    engine = create_db_engine(url)
+    try:
+        filled = prepared(engine, size)
+        print(f"store: {engine.url.render_as_string(hide_password=True)} ({'filled' if filled else 'reused'})")
+        print(_stored(engine))
+        nexts, submits = next_and_submit(engine, campaign="paper-safety", takers=args.takers)
+        print(_row("next item (paper-safety)", nexts))
+        print(_row("submit (paper-safety)", submits))
+        whole, load = table2(engine, args.repeats)
+        print(_row("Table 2 (leaderboard, one variant)", whole))
+        print(_row("  of which the score load", load))
+        for campaign in ("paper-vote", "paper-safety"):
+            figures = aggregation(engine, campaign)
+            print(
+                f"aggregate {campaign:<24} whole {figures['total_s']:6.2f} s   write half {figures['write_s']:6.2f} s"
+                f"   probe writer's longest wait {figures['probe_max_ms']:7.1f} ms"
+            )
+        for name, seconds in exports(engine, work).items():
+            print(f"{name:<34} {seconds:6.2f} s")
+    finally:
+        engine.dispose()
+
+
+def _stored(engine: Engine) -> str:
+    from studio.models import Answer, ScoreRow
+
+    with engine.connect() as connection:
+        answers = connection.execute(select(func.count(Answer.id))).scalar_one()
+        scores = connection.execute(select(func.count(ScoreRow.id))).scalar_one()
+    return f"stored: {scores:,} scores, {answers:,} answers"
+
+
+if __name__ == "__main__":
+    main()
