@@ -4,7 +4,9 @@ The pipeline's own command modules each list their commands in a module-level ``
 add theirs as plugins: an entry point in the group ``h2h.commands`` naming a function that returns click commands
 (the studio's is ``studio.cli:commands``; in an install without the studio's dependencies it returns commands that
 say how to add them). The pipeline never imports the studio: it only loads what the installed packages register.
-Command modules import heavy libraries inside their functions, so ``h2h --help`` stays fast.
+Commands are registered by name (:class:`CommandEntry`: name, module, the first words of the help) and stand in
+as :class:`LazyCommand` until one runs: ``h2h --help`` lists every command without importing a command module, and
+``h2h NAME`` imports only NAME's module (which imports its heavy libraries inside its functions).
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import importlib
 import logging
 from collections.abc import Callable, Iterable
 from importlib.metadata import EntryPoint, entry_points
+from typing import Any, NamedTuple
 
 import click
 
@@ -20,17 +23,124 @@ logger = logging.getLogger(__name__)
 
 #: The entry-point group other packages register ``h2h`` commands in.
 PLUGIN_GROUP = "h2h.commands"
-PIPELINE_COMMAND_MODULES: tuple[str, ...] = (
-    "pipeline.commands.data",
-    "pipeline.commands.generate",
-    "pipeline.commands.score",
-    "pipeline.commands.judge",
-    "pipeline.commands.leaderboard",
-    "pipeline.commands.curation",
-    "pipeline.commands.faireval",
-    "pipeline.commands.tinymodels",
-    "pipeline.commands.standin",
+
+
+class CommandEntry(NamedTuple):
+    """A command of ``h2h`` as registered before its module is imported: its name, the module whose ``COMMANDS``
+    tuple holds it, and the first words of its help (what ``h2h --help`` shows; tests keep it equal to the real
+    command's short help)."""
+
+    name: str
+    module: str
+    summary: str
+
+
+#: The pipeline's commands, in the order ``pipeline_commands`` gives them.
+PIPELINE_COMMANDS: tuple[CommandEntry, ...] = (
+    CommandEntry(
+        "import-upstream",
+        "pipeline.commands.data",
+        'Import the public H2HTalk layout: one {"response": ...} JSONL per subtask in DIRECTORY (references only).',
+    ),
+    CommandEntry(
+        "generate",
+        "pipeline.commands.generate",
+        "Generate the missing responses of SCENARIOS into RUN/responses.jsonl (resumable; rerun to retry failures).",
+    ),
+    CommandEntry(
+        "score",
+        "pipeline.commands.score",
+        "Score every response of RUN not scored yet (BLEU-1..4, ROUGE-1/L, SS, S); resumes after a kill.",
+    ),
+    CommandEntry(
+        "score-pairs",
+        "pipeline.commands.score",
+        'Score {"id","hypothesis","reference"} lines; write id, bleu1..4, rouge1, rougeL, ss, S in input order.',
+    ),
+    CommandEntry(
+        "judge",
+        "pipeline.commands.judge",
+        "Judge RUN's itinerary I-III responses (cached, resumable), then write RUN/results.jsonl from its scores.",
+    ),
+    CommandEntry(
+        "leaderboard",
+        "pipeline.commands.leaderboard",
+        "Build the leaderboard (paper Table 2): per-subtask means, dimension averages, item-weighted overall.",
+    ),
+    CommandEntry(
+        "preprocess",
+        "pipeline.commands.curation",
+        "Replace personal identifiers, remove meta-commentary, flag sensitive content, role-play breaks, templated",
+    ),
+    CommandEntry(
+        "refine",
+        "pipeline.commands.curation",
+        "Preprocess SOURCE, pre-screen it with an LLM (FairEval), and write the review queue, into FOLDER (resumable).",
+    ),
+    CommandEntry(
+        "simulate",
+        "pipeline.commands.faireval",
+        "Simulate COUNT conversations of SUBTASK (an LLM plays the user) into scenarios with provenance (resumable).",
+    ),
+    CommandEntry(
+        "prescreen",
+        "pipeline.commands.faireval",
+        "Assess each scenario keep / revise / discard (evidence first, k samples, majority, entropy as uncertainty).",
+    ),
+    CommandEntry(
+        "judge-pairs",
+        "pipeline.commands.faireval",
+        'Judge {"id","prompt","response_a","response_b"} pairs in both orders ([[A]]/[[B]]/[[C]]); a judge that',
+    ),
+    CommandEntry(
+        "tiny-models",
+        "pipeline.commands.tinymodels",
+        "Build a random-weight Qwen2 chat model and XLM-RoBERTa embedder with tokenizers trained on the bundled",
+    ),
+    CommandEntry(
+        "standin-companion",
+        "pipeline.commands.standin",
+        "Serve a deterministic stand-in companion for live sessions without a real model (demo, tests).",
+    ),
 )
+PIPELINE_COMMAND_MODULES: tuple[str, ...] = tuple(dict.fromkeys(entry.module for entry in PIPELINE_COMMANDS))
+
+
+class LazyCommand(click.Command):
+    """Stands for the command ``entry.name`` of ``entry.module`` until it is used: listed with its summary, and
+    imported when it is invoked, asked for its help or completed (its own context is the real command's)."""
+
+    def __init__(self, entry: CommandEntry) -> None:
+        super().__init__(entry.name, help=entry.summary)
+        self.entry = entry
+        self._real: click.Command | None = None
+
+    def load(self) -> click.Command:
+        """The real command (its module imported on the first call)."""
+        if self._real is None:
+            module = importlib.import_module(self.entry.module)
+            found = [command for command in module.COMMANDS if command.name == self.entry.name]
+            if not found:
+                raise LookupError(f"{self.entry.module} defines no command {self.entry.name!r}")
+            self._real = found[0]
+        return self._real
+
+    def make_context(
+        self, info_name: str | None, args: list[str], parent: click.Context | None = None, **extra: Any
+    ) -> click.Context:
+        # the context belongs to the real command, so parsing, help and invocation are all the real command's
+        return self.load().make_context(info_name, args, parent=parent, **extra)
+
+    def invoke(self, ctx: click.Context) -> Any:
+        return self.load().invoke(ctx)
+
+    def to_info_dict(self, ctx: click.Context) -> dict[str, Any]:
+        return self.load().to_info_dict(ctx)
+
+
+def lazy_commands(entries: Iterable[CommandEntry]) -> list[click.Command]:
+    """One :class:`LazyCommand` per entry, in order."""
+    return [LazyCommand(entry) for entry in entries]
 
 
 def configure_logging(verbosity: int) -> None:
@@ -42,11 +152,8 @@ def configure_logging(verbosity: int) -> None:
 
 
 def pipeline_commands() -> list[click.Command]:
-    """The pipeline's own commands, in :data:`PIPELINE_COMMAND_MODULES` order."""
-    commands: list[click.Command] = []
-    for module_name in PIPELINE_COMMAND_MODULES:
-        commands.extend(importlib.import_module(module_name).COMMANDS)
-    return commands
+    """The pipeline's own commands, in :data:`PIPELINE_COMMANDS` order (none of their modules imported yet)."""
+    return lazy_commands(PIPELINE_COMMANDS)
 
 
 def plugin_commands(plugins: Iterable[EntryPoint] | None = None) -> list[click.Command]:

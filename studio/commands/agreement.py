@@ -22,9 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from pipeline.csvsafe import FORMULA_PREFIXES
 from studio.commands.export_results import FormatsHelpOption
 from studio.results.defaults import DEFAULT_RESAMPLES
+from studio.results.votes_table import plain_value as plain_value  # re-exported: the file commands' guard undo
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -94,8 +94,6 @@ def agreement_command(
     """Print Krippendorff's α (+ bootstrap 95% CI), Fleiss' κ and percent agreement of one question as JSON, with the
     item set they are computed over."""
     from studio.results.agreement import agreement_report, annotator_agreement, choose_items, code_ratings
-    from studio.results.export_formats import write_table
-    from studio.services.research_quality import with_reliability
 
     if resamples < 0:
         raise click.BadParameter("must be 0 or more", param_hint="--resamples")
@@ -106,6 +104,9 @@ def agreement_command(
         if note:
             click.echo(f"note: {note}", err=True)
     if annotators_path is not None:
+        from studio.results.export_formats import write_table
+        from studio.services.research_quality import with_reliability  # the store's stack: only when asked
+
         selected = chosen.select(frame)
         table = annotator_agreement(code_ratings(selected, level=level))  # type: ignore[arg-type]
         # a nominal question's raters also get their estimated reliability (Dawid–Skene, MACE) beside agreement
@@ -133,6 +134,21 @@ SUMMARY_KEYS: tuple[str, ...] = (
 def _load(votes_path: Path, question: str | None, level: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     """The question's votes (item, annotator, value) and every (item, annotator) pair of the file, any question —
     what makes an item complete. Bad rows are reported by the file's own line numbers and end the command."""
+    from studio.results import votes_table
+
+    if votes_path.suffix.lower() == ".csv":  # the fast path: read once, checked column-wise
+        table = votes_table.read_string_table(votes_path)
+        if table is not None:
+            has_question = "question" in table.column_names
+            check_question(votes_path, votes_table.distinct_questions(table) if has_question else None, question)
+            fast = votes_table.votes_and_pairs(table, question=question, level=level)
+            if fast is not None:
+                return fast
+    return _load_rows(votes_path, question, level)
+
+
+def _load_rows(votes_path: Path, question: str | None, level: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """:func:`_load` row by row: any votes format, and the file whose problems must be named line by line."""
     import pandas as pd
 
     from studio.results.votes_csv import read_votes
@@ -170,11 +186,6 @@ def in_file_numbering(problems: list[RecordError], *, path: Path, original_lines
         )
         for p in problems
     ]
-
-
-def plain_value(cell: str) -> str:
-    """Undo the export's formula guard: ``'-2`` → ``-2``; any other cell as it is."""
-    return cell[1:] if cell.startswith("'") and cell[1:].startswith(FORMULA_PREFIXES) else cell
 
 
 def _read_rows(path: Path) -> tuple[list[str], list[tuple[int, dict[str | None, str]]]]:
@@ -228,19 +239,25 @@ def _question_rows(
 ) -> list[tuple[int, dict[str | None, str]]]:
     """The rows of ``question`` (all of them when the file has no ``question`` column); see :func:`select_question`."""
     if "question" in header:
-        present = sorted({row.get("question") or "" for _, row in kept})
-        if question is None and len(present) > 1:
-            raise click.BadParameter(
-                f"{path} holds the questions {', '.join(present)}; pick one", param_hint="--question"
-            )
-        if question is not None and question not in present:
-            raise click.BadParameter(
-                f"{path} has no votes on {question!r} (it has {', '.join(present)})", param_hint="--question"
-            )
+        check_question(path, sorted({row.get("question") or "" for _, row in kept}), question)
         return [(start, row) for start, row in kept if question is None or row.get("question") == question]
-    if question is not None:
-        raise click.BadParameter(f"{path} has no question column", param_hint="--question")
+    check_question(path, None, question)
     return kept
+
+
+def check_question(path: Path, present: list[str] | None, question: str | None) -> None:
+    """Raise ``click.BadParameter`` unless ``question`` can be picked from a file holding the questions ``present``
+    (sorted; ``None``: the file has no question column): one must be named where there are several, and exist."""
+    if present is None:
+        if question is not None:
+            raise click.BadParameter(f"{path} has no question column", param_hint="--question")
+        return
+    if question is None and len(present) > 1:
+        raise click.BadParameter(f"{path} holds the questions {', '.join(present)}; pick one", param_hint="--question")
+    if question is not None and question not in present:
+        raise click.BadParameter(
+            f"{path} has no votes on {question!r} (it has {', '.join(present)})", param_hint="--question"
+        )
 
 
 def _write_plain(kept: list[tuple[int, dict[str | None, str]]], header: list[str], target: Path) -> dict[int, int]:
