@@ -56,9 +56,12 @@ def _exit_on_sigterm(_signal: int, _frame: Any) -> None:
     raise SystemExit(0)  # unwinds like Ctrl+C does, so the ``finally`` of :func:`serve` cleans up
 
 
-def serve(database_url: str, host: str, port: int, forwarded_allow_ips: str | None = None) -> None:
+def serve(
+    database_url: str, host: str, port: int, forwarded_allow_ips: str | None = None, *, migrate: bool = True
+) -> None:
     """Serve the studio (REST API, login page, Gradio UI) over ``database_url`` with uvicorn until stopped;
-    ``forwarded_allow_ips`` (default: ``$H2H_FORWARDED_ALLOW_IPS``) names the reverse proxies to believe."""
+    ``forwarded_allow_ips`` (default: ``$H2H_FORWARDED_ALLOW_IPS``) names the reverse proxies to believe. The store
+    is migrated first unless ``migrate`` is False (a worker of ``--workers N``: its supervisor migrated it once)."""
     import uvicorn
 
     from studio.settings import get_settings
@@ -66,8 +69,9 @@ def serve(database_url: str, host: str, port: int, forwarded_allow_ips: str | No
 
     overrides = {"forwarded_allow_ips": forwarded_allow_ips} if forwarded_allow_ips is not None else {}
     settings = get_settings(database_url=database_url, **overrides)
-    with open_store(settings.database_url):  # migrate (or say why the store cannot be opened) before serving
-        pass
+    if migrate:
+        with open_store(settings.database_url):  # migrate (or say why the store cannot be opened) before serving
+            pass
     # SIGTERM stops the studio as Ctrl+C does: uvicorn shuts down gracefully, then raises the signal again with the
     # handler it found — by default SIGTERM's, which kills the process before any cleanup. This one exits instead.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
@@ -97,9 +101,27 @@ def serve(database_url: str, host: str, port: int, forwarded_allow_ips: str | No
     help="Reverse proxies whose X-Forwarded-For/-Proto to believe: comma-separated addresses or networks, '*' for "
     "any (default $H2H_FORWARDED_ALLOW_IPS, else none: not even loopback).",
 )
-def studio_command(database_url: str, host: str, port: int, forwarded_allow_ips: str | None) -> None:
+@click.option(
+    "--workers",
+    default=1,
+    show_default=True,
+    type=click.IntRange(1, 64),
+    help="Studio processes to serve, on ports PORT … PORT+N-1 (PostgreSQL only for N > 1; put a reverse proxy with "
+    "sticky routing in front, e.g. deploy/nginx.conf). A worker that dies is restarted.",
+)
+def studio_command(database_url: str, host: str, port: int, forwarded_allow_ips: str | None, workers: int) -> None:
     """Serve the studio in the browser over a store (migrated to the latest schema first)."""
-    serve(database_url, host, port, forwarded_allow_ips)
+    if workers == 1:
+        serve(database_url, host, port, forwarded_allow_ips)
+        return
+    from studio.commands.workers import refuse_sqlite, supervise
+    from studio.settings import get_settings
+
+    url = get_settings(database_url=database_url).database_url
+    refuse_sqlite(url, workers)
+    with open_store(url):  # migrate once, before any worker starts (each would otherwise race to)
+        pass
+    supervise(database_url=url, host=host, port=port, workers=workers, forwarded_allow_ips=forwarded_allow_ips)
 
 
 @click.command("demo")

@@ -23,7 +23,7 @@ from studio.web.deps import refuse_unstorable_input
 from studio.web.faults import add_store_fault_handlers
 from studio.web.middleware import BodySizeLimit
 from studio.web.routes import account, admin, annotate, curation, live, results
-from studio.web.security import LoginThrottle
+from studio.web.security import LoginThrottle, StoreLoginThrottle
 
 PREFIX = "/v1"
 ROUTERS = (account.router, annotate.router, live.router, results.router, curation.router, admin.router)
@@ -70,7 +70,8 @@ def share_state(app: FastAPI, *, engine: Engine, settings: Settings, throttle: L
 def create_api(settings: Settings, engine: Engine | None = None, throttle: LoginThrottle | None = None) -> FastAPI:
     """Build the API sub-application (routes under ``/v1``) on ``engine`` or a new one for the settings' URL.
 
-    ``throttle`` (default: a new one) limits failed ``/v1/login`` attempts; pass the app's to share counts.
+    ``throttle`` (default: one over the store's failed sign-ins, which every process on ``engine``'s database shares)
+    limits failed ``/v1/login`` attempts; pass the app's so the login form counts with it.
     """
     engine = engine or store_engine(settings)
     api = FastAPI(
@@ -82,7 +83,7 @@ def create_api(settings: Settings, engine: Engine | None = None, throttle: Login
         # Every route: a NUL or a number past 64 bits in any input is a 422 naming it, not a 500 from the driver.
         dependencies=[Depends(refuse_unstorable_input)],
     )
-    share_state(api, engine=engine, settings=settings, throttle=throttle or LoginThrottle())
+    share_state(api, engine=engine, settings=settings, throttle=throttle or StoreLoginThrottle(engine=engine))
     api.add_exception_handler(ServiceError, _service_error)
     api.add_exception_handler(RequestValidationError, _validation_error)
     add_store_fault_handlers(api)  # 503 with Retry-After: "the database is unavailable ... retry"

@@ -37,7 +37,7 @@ from studio.web.faults import GRADIO_STATUS, StoreFaultGuard, add_store_fault_ha
 from studio.web.gate import RequestGate
 from studio.web.middleware import UI_PATH, LoginRedirectMiddleware
 from studio.web.queue_limit import QUEUE_SIZE, QueueLimit
-from studio.web.security import LoginThrottle, SameOriginMiddleware, SecurityHeadersMiddleware, security_headers
+from studio.web.security import SameOriginMiddleware, SecurityHeadersMiddleware, StoreLoginThrottle, security_headers
 from studio.web.sessions import RESOLVED_CALLER, GradioGate
 from studio.web.uploads import MULTIPART_OVERHEAD, UploadGate
 
@@ -122,11 +122,14 @@ def create_app(settings: Settings) -> FastAPI:
     """Assemble the studio: REST API under ``/api/v1``, login pages, and the Gradio UI at ``/ui``."""
     engine = store_engine(settings)
     app = FastAPI(title="H2HTalk Studio", docs_url=None, redoc_url=None, openapi_url=None)
-    throttle = LoginThrottle()  # one per app: the form and the REST login count failures together
+    # One per app (the form and the REST login count failures together), its counts in the store (every process's).
+    throttle = StoreLoginThrottle(engine=engine)
     share_state(app, engine=engine, settings=settings, throttle=throttle)
     recent = RecentCallers()
     cache = work_directory(app) / "gradio"  # never the machine's shared /tmp/gradio: other apps' files live there
-    app.add_middleware(GradioGate, caller_name=partial(caller_name, engine, recent=recent), cache_dir=str(cache))
+    app.add_middleware(
+        GradioGate, caller_name=partial(caller_name, engine, recent=recent), cache_dir=str(cache), engine=engine
+    )
     app.add_middleware(SameOriginMiddleware)  # Gradio's event routes take no CSRF token of their own
     app.add_middleware(LoginRedirectMiddleware, engine=engine)
     idle = settings.body_timeout_seconds  # the longest pause between two pieces of a body

@@ -13,8 +13,9 @@ event routes act on the session cookie and have no CSRF token of their own.
 
 :class:`LoginThrottle` counts failed sign-ins in a sliding window per (address, username) pair and per
 address, and refuses further attempts — before the password is hashed — by the rule its docstring states: no
-stranger can lock a person out, and a refusal says when to try again. Counts live in the process: each studio
-replica throttles on its own, which bounds guessing per replica without a shared store.
+stranger can lock a person out, and a refusal says when to try again. The studio uses :class:`StoreLoginThrottle`,
+the same rule over failures kept in the store: several studio processes on one database (``h2h studio --workers N``)
+count each other's failures, so spreading guesses over the processes gains nothing.
 
 The address is the connection's own unless ``Settings.forwarded_allow_ips`` names the reverse proxies to believe:
 ``studio.web.app.create_app`` then adds uvicorn's ``ProxyHeadersMiddleware``, which takes the client's address (and
@@ -28,11 +29,12 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict, deque
-from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from studio.services.shared_state import add_failures, forget_failures, recent_failures
 from studio.services.usernames import throttle_key
 
 Scope = MutableMapping[str, Any]
@@ -227,20 +229,25 @@ class LoginThrottle:
             del self._failures[key]
         return times
 
-    def _wait(self, times: deque[float], limit: int, now: float) -> float:
+    def _wait(self, times: Sequence[float], limit: int, now: float) -> float:
         """Seconds until ``times`` holds fewer than ``limit`` failures of the window (0.0: it does now)."""
         return max(0.0, times[len(times) - limit] + self.window_seconds - now) if len(times) >= limit else 0.0
+
+    def _rule(self, pair: Sequence[float], by_address: Callable[[], Sequence[float]], now: float) -> float:
+        """The class's rule: seconds to wait, given the pair's failures in the window and (asked only when the pair
+        has failed) the address's latest ones."""
+        wait = self._wait(pair, self.per_pair, now)
+        if pair:  # this name failed here: the address limit applies to it, until its own failures age out
+            address_wait = self._wait(by_address(), self.per_address, now)
+            wait = max(wait, min(address_wait, pair[-1] + self.window_seconds - now))
+        return wait
 
     def retry_after(self, *, username: str, address: str) -> float:
         """Seconds until this sign-in may be tried (0.0: it may be tried now); see the class for the rule."""
         now = self.clock()
         with self._lock:
             pair = self._recent(self._pair_key(username, address), now)
-            wait = self._wait(pair, self.per_pair, now)
-            if pair:  # this name failed here: the address limit applies to it, until its own failures age out
-                by_address = self._wait(self._recent(("address", address), now), self.per_address, now)
-                wait = max(wait, min(by_address, pair[-1] + self.window_seconds - now))
-        return wait
+            return self._rule(pair, lambda: self._recent(("address", address), now), now)
 
     def record_failure(self, *, username: str, address: str) -> None:
         """Count one failed sign-in against its (address, username) pair and its address."""
@@ -276,6 +283,47 @@ class LoginThrottle:
             raise
         self.record_success(username=username, address=address)
         return result
+
+
+@dataclass
+class StoreLoginThrottle(LoginThrottle):
+    """:class:`LoginThrottle`'s rule over failures kept in the store (``login_failure``), so every studio process on
+    one database counts the others' failures: a guess refused on one is refused on all.
+
+    ``clock`` is wall-clock seconds (``time.time``: processes, even machines, compare their times); failures older
+    than the window are pruned as new ones are recorded (at most once a ``prune_every`` seconds per process), so the
+    table holds about one window of failures and no key bound (``max_keys``) is needed.
+    """
+
+    engine: Any = None
+    clock: Callable[[], float] = time.time
+    prune_every: float = 60.0
+    _pruned_at: float = field(default=float("-inf"), init=False, repr=False)
+
+    @staticmethod
+    def _stored_key(key: tuple[str, str]) -> str:
+        return f"{key[0]}\x00{key[1]}"
+
+    def _latest(self, key: tuple[str, str], now: float, limit: int) -> list[float]:
+        since = now - self.window_seconds
+        return recent_failures(self.engine, key=self._stored_key(key), since=since, limit=limit)
+
+    def retry_after(self, *, username: str, address: str) -> float:
+        now = self.clock()
+        # The rule reads a pair's latest ``per_pair`` failures (and its newest), an address's latest ``per_address``.
+        pair = self._latest(self._pair_key(username, address), now, self.per_pair)
+        return self._rule(pair, lambda: self._latest(("address", address), now, self.per_address), now)
+
+    def record_failure(self, *, username: str, address: str) -> None:
+        now = self.clock()
+        prune = now - self._pruned_at >= self.prune_every
+        keys = [self._stored_key(key) for key in (self._pair_key(username, address), ("address", address))]
+        add_failures(self.engine, keys=keys, at=now, prune_before=now - self.window_seconds if prune else None)
+        if prune:
+            self._pruned_at = now
+
+    def record_success(self, *, username: str, address: str) -> None:
+        forget_failures(self.engine, key=self._stored_key(self._pair_key(username, address)))
 
 
 def client_address(request: Any) -> str:

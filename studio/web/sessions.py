@@ -32,7 +32,9 @@ under its cache by URL (a researcher's export, by an annotator). :class:`GradioG
 
 The studio keeps Gradio's cache in a directory of its own (``Studio work directory``, see ``studio.web.app``), never
 the machine's shared ``/tmp/gradio``, so files other Gradio apps left there are not served either. Both records live
-in the process (bounded, least recently used dropped first): one studio process serves one Gradio queue anyway.
+in the store (``ui_grant``, :mod:`studio.web.grants`), cached in the process: several studio processes on one
+database refuse a stranger's session hash or file alike. The files themselves, and each page's event queue, stay in
+the process that made them — a reverse proxy with sticky routing keeps a page on its process.
 """
 
 from __future__ import annotations
@@ -41,20 +43,20 @@ import hashlib
 import json
 import os
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any
 from urllib.parse import parse_qsl
 
 from fastapi import Request
 from fastapi.responses import JSONResponse
+from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from studio.services.text import unstorable
 from studio.web.deps import token_from_request
+from studio.web.grants import SharedOwners
 from studio.web.middleware import UI_PATH
 from studio.web.uploads import UPLOAD_ROUTES
 
@@ -71,42 +73,6 @@ EVENT_ROUTES = (f"{GRADIO_API}queue/join", f"{GRADIO_API}queue/data", HEARTBEAT)
 RESOLVED_CALLER = "h2h_caller_name"
 #: Resolves the username of a request (``None``: not signed in); runs in a worker thread.
 CallerName = Callable[[Request], str | None]
-
-
-class Owners:
-    """Keys (session hashes, file paths) → the usernames they belong to; at most ``size`` keys, LRU dropped."""
-
-    def __init__(self, size: int = 100_000) -> None:
-        self.size = size
-        self._lock = threading.Lock()
-        self._owners: OrderedDict[str, set[str]] = OrderedDict()
-
-    def claim(self, key: str, username: str) -> bool:
-        """Record ``username`` as the owner of ``key`` unless someone else already is; whether ``username`` owns it."""
-        with self._lock:
-            owners = self._owners.setdefault(key, {username})
-            self._owners.move_to_end(key)
-            self._trim()
-            return username in owners
-
-    def grant(self, key: str, username: str) -> None:
-        """``username`` may use ``key`` too (a file handed to a second person with the same content)."""
-        with self._lock:
-            self._owners.setdefault(key, set()).add(username)
-            self._owners.move_to_end(key)
-            self._trim()
-
-    def owns(self, key: str, username: str) -> bool:
-        with self._lock:
-            return username in self._owners.get(key, ())
-
-    def holders(self, key: str) -> set[str]:
-        with self._lock:
-            return set(self._owners.get(key, ()))
-
-    def _trim(self) -> None:
-        while len(self._owners) > self.size:
-            self._owners.popitem(last=False)
 
 
 def token_digest(scope: Scope) -> str | None:
@@ -238,14 +204,15 @@ async def read_body(receive: Receive) -> tuple[bytes, Receive]:
 class GradioGate:
     """ASGI middleware in front of the mounted UI: see the module docstring."""
 
-    def __init__(self, app: ASGIApp, *, caller_name: CallerName, cache_dir: str) -> None:
+    def __init__(self, app: ASGIApp, *, caller_name: CallerName, cache_dir: str, engine: Engine | None = None) -> None:
         self.app = app
         self.caller_name = caller_name
         self.cache_dir = os.path.realpath(cache_dir)
-        self.sessions = Owners()
-        self.tokens = Owners()  # session hash -> digests of the tokens its page was signed in with
-        self.files = Owners()  # every cached file handed to someone: what they may download
-        self.uploads = Owners()  # the files each person uploaded: what they may send back in an event
+        # In the store (``engine``; None: this process only), so every studio process on the database agrees.
+        self.sessions = SharedOwners("session", engine)
+        self.tokens = SharedOwners("token", engine)  # session hash -> digests of the tokens its page was signed in with
+        self.files = SharedOwners("file", engine)  # every cached file handed to someone: what they may download
+        self.uploads = SharedOwners("upload", engine)  # the files each person uploaded: what they may send back
         self._cached_path = re.compile(re.escape(self.cache_dir).encode() + rb"/[^\"\\/]+/[^\"\\]+")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -282,12 +249,12 @@ class GradioGate:
             username = await self._caller(scope, session_hash)
             if username is None and (session_hash or sent_files):
                 raise Refused(401, "authorization: sign in first (the request carries no live session)")
-        if session_hash and username and not self.sessions.claim(session_hash, username):
+        if session_hash and username and not await self.sessions.claim(session_hash, username):
             raise Refused(403, "session: this page belongs to another sign-in; reload the page")
-        if username and not all(self._uploaded(sent, username) for sent in sent_files):
+        if username and not all([await self._uploaded(sent, username) for sent in sent_files]):
             raise Refused(403, NOT_YOUR_FILE)
         if session_hash and username and (digest := token_digest(scope)):
-            self.tokens.grant(session_hash, digest)
+            await self.tokens.grant(session_hash, digest)
         if username and (path == f"{GRADIO_API}queue/data" or path.endswith("/upload")):
             # Read as sent: Gradio compresses what a client accepts compressed (Brotli), which would hide the paths.
             scope = {**scope, "headers": [(k, v) for k, v in scope["headers"] if k != b"accept-encoding"]}
@@ -298,25 +265,25 @@ class GradioGate:
         """The request's caller (or the owner of a page signed out meanwhile), left for Gradio's sign-in check."""
         username = await run_in_threadpool(self.caller_name, Request(scope))
         if username is None and session_hash:
-            username = self._signed_out_owner(scope, session_hash)
+            username = await self._signed_out_owner(scope, session_hash)
         # Gradio's own sign-in check of this request reads it here instead of asking the store again.
         scope.setdefault("state", {})[RESOLVED_CALLER] = username
         return username
 
-    def _uploaded(self, sent: str, username: str) -> bool:
+    async def _uploaded(self, sent: str, username: str) -> bool:
         """Whether ``sent`` (a path an event names) is a file ``username`` uploaded, inside the studio's cache."""
         real = _real(sent)
         inside = real is not None and real.startswith(self.cache_dir + os.sep)
-        return inside and real is not None and self.uploads.owns(real, username)
+        return inside and real is not None and await self.uploads.owns(real, username)
 
-    def _signed_out_owner(self, scope: Scope, session_hash: str) -> str | None:
+    async def _signed_out_owner(self, scope: Scope, session_hash: str) -> str | None:
         """The owner of a page whose sign-in ended, for an event of that page sent with the token it was signed in
         with (see the module docstring); None for anything else."""
         if not scope["path"].startswith(EVENT_ROUTES):
             return None
         digest = token_digest(scope)
-        owners = self.sessions.holders(session_hash)
-        if digest is None or len(owners) != 1 or not self.tokens.owns(session_hash, digest):
+        owners = await self.sessions.holders(session_hash)
+        if digest is None or len(owners) != 1 or not await self.tokens.owns(session_hash, digest):
             return None
         return next(iter(owners))
 
@@ -330,7 +297,7 @@ class GradioGate:
                 for found in self._cached_path.findall(message.get("body", b"")):
                     real = os.path.realpath(found.decode("utf-8", "replace"))
                     for record in records:
-                        record.grant(real, username)
+                        await record.grant(real, username)
             await send(message)
 
         return recording_send
@@ -345,7 +312,7 @@ class GradioGate:
         if username is None:
             await JSONResponse({"detail": "authorization: sign in first"}, status_code=401)(scope, receive, send)
             return
-        if not self.files.owns(os.path.realpath(asked), username):
+        if not await self.files.owns(os.path.realpath(asked), username):
             await JSONResponse({"detail": "file: no such file"}, status_code=404)(scope, receive, send)
             return
         await self.app(scope, receive, send)
