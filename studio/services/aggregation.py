@@ -12,11 +12,14 @@ campaign's items below quota only where whoever closed it chose so. Every write 
 changes nothing; a status set by a curator is never overwritten by aggregation.
 
 Reading the answers and fitting the crowd models on them (Dawid–Skene, MACE: about 2 s on 93,000 votes) are the long
-parts of a run: :func:`aggregate` (and the API route) does both in a read session first (:func:`answers_to_aggregate`)
-and applies the rules in a second, write session, so that on SQLite the write lock, which every submit waits for, is
-not held meanwhile. Answers stored or revised in between count at the next run, as those stored just after a run do
-(statuses follow them then; an expert-review item once opened stays open). Models fitted on other decided items than
-the write session decides (the campaign was closed in between) are fitted again there, so the outcome is the same.
+parts of a run, and so is a report-only rule's whole run (``mean``, ``pairwise_majority``: Table 3's bootstrap
+intervals take about 1 s at the paper's size): :func:`aggregate` (and the API route) does these in a read session
+first (:func:`answers_to_aggregate`) and applies the writing rules in a second, write session, so that on SQLite
+the write lock, which every submit waits for, is not held meanwhile. Answers stored or revised in between count at
+the next run, as those stored just after a run do (statuses follow them then; an expert-review item once opened stays
+open). Models fitted on other decided items than the write session decides (the campaign was closed in between) are
+fitted again there, and a report made before the campaign was opened or closed is made again, so the outcome is the
+same.
 """
 
 from __future__ import annotations
@@ -216,14 +219,23 @@ _HANDLERS: dict[type, Callable[[Run, Any], None]] = {
 }
 
 
+#: The rules that only report a table and write nothing: their whole run (Table 3's bootstrap intervals among it,
+#: about 1 s at the paper's size) happens in the read half, so the write lock is never held for it.
+_REPORT_ONLY: tuple[type, ...] = (MeanRule, PairwiseRule)
+#: A report-only campaign's summary, finished in the read half, with the campaign's :func:`_state` it was made in.
+Report = tuple[tuple[str, bool], AggregationSummary]
+
+
 class AnswersRead(dict[str, pd.DataFrame]):
     """What the read half of a run found (:func:`answers_to_aggregate`): the answers by campaign name, a plain
     ``dict`` of them to whoever passes it on, and beside them each campaign's crowd models (``models``: name →
-    :class:`~studio.services.aggregation_scenarios.FittedModels`), fitted on its decided items in the read session."""
+    :class:`~studio.services.aggregation_scenarios.FittedModels`), fitted on its decided items in the read session,
+    and the finished summary of each campaign whose rule only reports (``reports``: name → :data:`Report`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.models: dict[str, FittedModels] = {}
+        self.reports: dict[str, Report] = {}
 
 
 def _run_rule(
@@ -251,17 +263,23 @@ def aggregate_campaign(
     actor: str = "aggregate",
     answers: pd.DataFrame | None = None,
     fitted: FittedModels | None = None,
+    reported: Report | None = None,
 ) -> AggregationSummary:
     """Aggregate one campaign by its schema snapshot's rule and write the outcome (see the module docstring).
 
     ``actor`` names who ran it in the audit log (who *may* run it is ``studio.policies.CurationPolicy.aggregate``,
     checked by ``studio.usecases.curate``). ``answers``: the campaign's answers as :func:`answers_to_aggregate` read
     them (default: read them here); ``fitted``: the crowd models it fitted on them (default, or fitted on other
-    items: fitted here). Idempotent: a second run over the same answers reports ``changed == 0``.
+    items: fitted here); ``reported``: the summary the read half finished for a report-only rule (used as is unless the
+    campaign was opened, closed or reclosed since). Idempotent: a second run over the same answers reports
+    ``changed == 0``.
     ``NotFound`` for an unknown campaign.
     """
     found = get_campaign(session, campaign)
-    summary = _run_rule(session, found, answers=answers, fitted=fitted)
+    if reported is not None and reported[0] == _state(found):
+        summary = reported[1]
+    else:
+        summary = _run_rule(session, found, answers=answers, fitted=fitted)
     if summary.changed:
         session.add(
             AuditLog(
@@ -294,9 +312,21 @@ def aggregate_all(
         for campaign_id, name in todo:
             done.add(campaign_id)
             read = (answers or {}).get(name)
+            fitted, reported = _fitted(answers, name), _reported(answers, name)
             summaries.append(
-                aggregate_campaign(session, campaign=name, actor=actor, answers=read, fitted=_fitted(answers, name))
+                aggregate_campaign(session, campaign=name, actor=actor, answers=read, fitted=fitted, reported=reported)
             )
+
+
+def _state(campaign: Campaign) -> tuple[str, bool]:
+    """What a report-only summary depends on besides the answers: the campaign's status and closing choice (which
+    items count complete, and the summary's words)."""
+    return (campaign.status, campaign.decide_below_quota)
+
+
+def _reported(answers: Mapping[str, pd.DataFrame] | None, name: str) -> Report | None:
+    """The report the read half finished for campaign ``name``, if ``answers`` came from it."""
+    return answers.reports.get(name) if isinstance(answers, AnswersRead) else None
 
 
 def _fitted(answers: Mapping[str, pd.DataFrame] | None, name: str) -> FittedModels | None:
@@ -315,8 +345,12 @@ def answers_to_aggregate(session: Session, *, campaign: str | None = None) -> An
     for name in names:
         found = get_campaign(session, name)
         read[name] = campaign_answers(session, found)
+        schema = campaign_schema(found)
         complete = complete_answers(read[name], quota=complete_at(found))
-        read.models[name] = crowd_models(complete, schema=campaign_schema(found))
+        read.models[name] = crowd_models(complete, schema=schema)
+        if isinstance(schema.aggregation, _REPORT_ONLY):
+            summary = _run_rule(session, found, answers=read[name], fitted=read.models[name])
+            read.reports[name] = (_state(found), summary)
     return read
 
 
@@ -338,8 +372,11 @@ def write_aggregation(
     session: Session, *, campaign: str | None, actor: str, answers: Mapping[str, pd.DataFrame]
 ) -> list[AggregationSummary]:
     """The write half of :func:`aggregate`: apply the rules to ``answers`` (of :func:`answers_to_aggregate`, whose
-    crowd models are used as fitted; other answers have theirs fitted here)."""
+    crowd models are used as fitted and whose report-only summaries as finished; other answers have theirs fitted
+    and run here)."""
     if campaign is not None:
-        read, fitted = answers[campaign], _fitted(answers, campaign)
-        return [aggregate_campaign(session, campaign=campaign, actor=actor, answers=read, fitted=fitted)]
+        read, fitted, reported = answers[campaign], _fitted(answers, campaign), _reported(answers, campaign)
+        return [
+            aggregate_campaign(session, campaign=campaign, actor=actor, answers=read, fitted=fitted, reported=reported)
+        ]
     return aggregate_all(session, actor=actor, answers=answers)
