@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -66,9 +67,12 @@ class StudioProcess:
             self.process.wait()
 
 
-def start_studio(database_url: str, port: int, log: Path) -> StudioProcess:
-    """Start ``h2h studio`` on ``port`` believing the proxy on 127.0.0.1; wait until its login page answers."""
+def start_studio(database_url: str, port: int, log: Path, *, workers: int = 1) -> StudioProcess:
+    """Start ``h2h studio`` on ``port`` believing the proxy on 127.0.0.1 (``workers`` > 1: ``--workers``, ports
+    ``port`` … ``port + workers - 1``, one supervisor); wait until every port's login page answers."""
     command = [sys.executable, "-m", "pipeline.cli", "studio", "--db", database_url, "--port", str(port)]
+    if workers > 1:
+        command += ["--workers", str(workers)]
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "GRADIO_ANALYTICS_ENABLED": "False"}
     with log.open("ab") as output:
         process = subprocess.Popen(
@@ -76,25 +80,44 @@ def start_studio(database_url: str, port: int, log: Path) -> StudioProcess:
         )
     studio = StudioProcess(port=port, log=log, process=process)
     deadline = time.monotonic() + STUDIO_START_TIMEOUT_S
-    while time.monotonic() < deadline:
+    waiting = [f"http://127.0.0.1:{worker_port}" for worker_port in range(port, port + workers)]
+    while waiting and time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"h2h studio exited with {process.returncode}: {log.read_text(errors='replace')}")
         try:
-            if httpx.get(f"{studio.url}/login", timeout=2).status_code == 200:
-                return studio
+            if httpx.get(f"{waiting[0]}/login", timeout=2).status_code == 200:
+                waiting.pop(0)
+                continue
         except httpx.TransportError:
             pass
         time.sleep(0.25)
-    studio.stop(kill=True)
-    raise RuntimeError(f"h2h studio did not answer on {studio.url} within {STUDIO_START_TIMEOUT_S:.0f} s")
+    if waiting:
+        studio.stop(kill=True)
+        raise RuntimeError(f"h2h studio did not answer on {waiting[0]} within {STUDIO_START_TIMEOUT_S:.0f} s")
+    return studio
+
+
+def free_port_pair(nginx_module: ModuleType) -> int:
+    """A free port P whose neighbour P+1 is free too (``--workers 2`` listens on both)."""
+    for _ in range(50):
+        port = int(nginx_module.free_port())
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port + 1))
+            except OSError:
+                continue
+        return port
+    raise RuntimeError("no two neighbouring free ports on 127.0.0.1")
 
 
 @dataclass
 class Team:
-    """The served studio: nginx's URL, nginx itself (``upstreams()`` reads its access log) and the processes."""
+    """The served studio: nginx's URL, nginx itself (``upstreams()`` reads its access log), the studio's ports and
+    its processes (one per port, or the ``--workers`` supervisor alone)."""
 
     url: str
     nginx: Any
+    ports: list[int]
     processes: list[StudioProcess]
 
     def process_on(self, upstream: str) -> StudioProcess:
@@ -103,18 +126,23 @@ class Team:
 
 
 @contextmanager
-def team_behind_nginx(database_url: str, folder: Path, *, processes: int = 2) -> Iterator[Team]:
-    """``processes`` studio processes over ``database_url`` behind nginx (prefix and logs in ``folder``)."""
+def team_behind_nginx(database_url: str, folder: Path, *, processes: int = 2, workers: bool = False) -> Iterator[Team]:
+    """``processes`` studio processes over ``database_url`` behind nginx (prefix and logs in ``folder``): each
+    started on its own, or (``workers``) as one ``h2h studio --workers N``."""
     require_nginx()
     nginx_module = load_nginx_module()
     folder.mkdir(parents=True, exist_ok=True)
     with ExitStack() as stack:
         started: list[StudioProcess] = []
-        for number in range(processes):
-            port = nginx_module.free_port()
-            started.append(start_studio(database_url, port, folder / f"studio-{number}.log"))
+        if workers:
+            first = free_port_pair(nginx_module) if processes == 2 else int(nginx_module.free_port())
+            started.append(start_studio(database_url, first, folder / "studio.log", workers=processes))
             stack.callback(started[-1].stop)
-        nginx = stack.enter_context(
-            nginx_module.run_nginx(upstream_ports=[studio.port for studio in started], prefix=folder / "nginx")
-        )
-        yield Team(url=nginx.url, nginx=nginx, processes=started)
+            ports = list(range(first, first + processes))
+        else:
+            for number in range(processes):
+                started.append(start_studio(database_url, nginx_module.free_port(), folder / f"studio-{number}.log"))
+                stack.callback(started[-1].stop)
+            ports = [studio.port for studio in started]
+        nginx = stack.enter_context(nginx_module.run_nginx(upstream_ports=ports, prefix=folder / "nginx"))
+        yield Team(url=nginx.url, nginx=nginx, ports=ports, processes=started)
