@@ -1,8 +1,8 @@
 """``h2h studio --workers N``: N studio processes on one PostgreSQL store, on ports P … P+N−1 (real processes).
 
 A token signed in for on one process works on the other (next, then submit through the REST API); failed sign-ins
-on one refuse on the other; SIGTERM to the supervisor stops every worker (no orphan); a SQLite store is refused with
-the reason. On the old code ``h2h studio`` had no ``--workers`` at all.
+on one refuse on the other; a worker killed is restarted on its port; SIGTERM to the supervisor stops every worker
+(no orphan); a SQLite store is refused with the reason. On the old code ``h2h studio`` had no ``--workers`` at all.
 """
 
 from __future__ import annotations
@@ -108,6 +108,15 @@ def test_two_workers_share_sign_ins_the_queue_and_the_throttle_and_stop_together
     assert refused.status_code == 429, refused.text
     workers = children(supervisor.pid)
     assert len(workers) == 2 and all(alive(pid) for pid in workers)
+    os.kill(workers[0], signal.SIGKILL)  # a worker dies: the supervisor starts another on its port
+    deadline = time.monotonic() + START_SECONDS
+    while len(set(children(supervisor.pid)) - {workers[0]}) < 2 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    workers = children(supervisor.pid)
+    for base in (first, second):
+        wait_until_up(base, supervisor)
+    assert httpx.get(f"{first}/api/v1/me", headers=auth, timeout=60).json()["username"] == "annotator"
+    assert httpx.get(f"{second}/api/v1/me", headers=auth, timeout=60).json()["username"] == "annotator"
     supervisor.send_signal(signal.SIGTERM)
     assert supervisor.wait(timeout=60) == 0
     assert not any(alive(pid) for pid in workers)  # no orphan left serving
