@@ -5,8 +5,8 @@
   five guesses on each of N processes went unrefused.
 - Page sessions and files (``studio.web.grants.SharedOwners``): a session claimed or a file granted on one process is
   known on every other; on the old code a second process let a stranger claim a session hash the first had seen.
-- Two apps (two ``create_app``, as two processes build them) on one store: a token from one works on the other, and
-  failed sign-ins on one refuse on the other.
+- Two apps (two ``create_app``, as two processes build them) on one store: a token from one works on the other,
+  failed sign-ins on one refuse on the other, and a page session used on one is refused to a stranger on the other.
 """
 
 from __future__ import annotations
@@ -105,6 +105,7 @@ def two_apps(db_url: str) -> Iterator[tuple[str, str]]:
     engine = create_db_engine(db_url)
     with write_session(engine) as session:
         create_user(session, username="ann", password=PASSWORD, role="annotator")
+        create_user(session, username="bob", password=PASSWORD, role="annotator")
     engine.dispose()
     settings = get_settings(database_url=db_url, forwarded_allow_ips="127.0.0.1")
     with serve_in_thread(create_app(settings)) as first, serve_in_thread(create_app(settings)) as second:
@@ -126,3 +127,20 @@ def test_two_apps_on_one_store_share_tokens_and_failed_sign_ins(two_apps: tuple[
     assert refused.status_code == 429, refused.text
     assert int(refused.headers["Retry-After"]) > 290
     assert login(second, PASSWORD, "10.1.0.3").status_code == 200  # ann elsewhere is not refused
+
+
+def direct_event(base: str, username: str, session_hash: str) -> httpx.Response:
+    """A Gradio event naming ``session_hash``, signed in as ``username``: the gate claims the session for them first
+    (Gradio itself then answers 404: the studio's events go through the queue)."""
+    with httpx.Client(base_url=base, timeout=60) as client:
+        assert client.post("/login", data={"username": username, "password": PASSWORD}).status_code == 303
+        body = {"data": [], "fn_index": 0, "session_hash": session_hash}
+        return client.post("/ui/gradio_api/run/predict", json=body)
+
+
+def test_a_page_session_used_on_one_app_is_refused_to_a_stranger_on_the_other(two_apps: tuple[str, str]) -> None:
+    first, second = two_apps
+    assert direct_event(first, "ann", "page-of-ann").status_code == 404  # past the gate
+    stranger = direct_event(second, "bob", "page-of-ann")
+    assert stranger.status_code == 403 and "belongs to another sign-in" in stranger.text
+    assert direct_event(second, "ann", "page-of-ann").status_code == 404  # its owner, on the other process
