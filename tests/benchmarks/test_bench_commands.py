@@ -27,8 +27,10 @@ def test_a_tiny_run_prints_start_up_agreement_and_score_pairs(
     out = capsys.readouterr().out
     assert status == 0
     for command in ("h2h --help", "h2h agreement --help", "h2h score-pairs --help"):
-        assert re.search(rf"^  {re.escape(command)} +\d+ ms   \S", out, re.MULTILINE), out
+        assert re.search(rf"^  {re.escape(command)} +\d+ ms / +\d+ ms   \S", out, re.MULTILINE), out
     assert "h2h agreement --level nominal, 120 answers (30 items x 4 raters):" in out
-    assert re.search(r"whole command \d+\.\d+ s; net of start-up: -?\d+\.\d+ s \(minus h2h agreement --help\)", out)
+    assert re.search(
+        r"wall: whole command \d+\.\d+ s; net of start-up: -?\d+\.\d+ s \(minus h2h agreement --help\)", out
+    )
     assert "h2h score-pairs --embedder none, 40 Chinese pairs" in out
-    assert re.search(r"naive / whole: \d+\.\dx", out), out
+    assert re.search(r"CPU: whole command .* naive / whole: \d+\.\dx", out), out
