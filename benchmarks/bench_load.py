@@ -23,6 +23,10 @@ Run: ``python benchmarks/bench_load.py [--clients 50] [--seconds 20] [--db postg
 ``--faults`` runs the fault run instead (``load_faults.py``): the same clients answer for ``--seconds`` while the
 server is killed and restarted twice and the store is cut twice for ``--outage`` seconds; the report gives the errors
 clients saw by kind and the integrity figures (acknowledged vs stored, lost, doubled).
+
+``--processes N --behind-nginx`` serves the studio as N processes behind nginx (``deploy/nginx.conf``, sticky on the
+bearer token; ``load_team.py``) for the three phases. ``--compare-processes`` (with ``--processes N``, N >= 2) runs
+instead 1 process vs N, both behind nginx, flat out in alternating slices, and prints the answers/s ratio.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from load_clients import PhaseResult, login_all, open_clients, run_phase, warm_u
 from load_faults import drive_faults, fault_report, store_outage  # noqa: E402
 from load_proxy import TcpProxy  # noqa: E402
 from load_store import BenchStore, prepare_store, read_stored_answers  # noqa: E402
+from load_team import compare, compare_report, serve_team  # noqa: E402
 
 SERVER_SCRIPT = Path(__file__).resolve().parent / "load_server.py"
 SERVER_START_TIMEOUT_S = 180.0
@@ -324,12 +329,41 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=SERVER_SCRIPT,
         help="server to start (default load_server.py; another script to try a patched server)",
     )
+    parser.add_argument("--processes", type=int, default=1, help="studio processes (default 1; >1 needs nginx)")
+    parser.add_argument("--behind-nginx", action="store_true", help="serve through nginx (deploy/nginx.conf)")
+    parser.add_argument(
+        "--compare-processes", action="store_true", help="1 vs --processes behind nginx, side by side (see above)"
+    )
     parser.add_argument("--faults", action="store_true", help="the fault run instead (see above)")
     parser.add_argument("--outage", type=float, default=3.0, help="seconds each store cut lasts (--faults)")
     args = parser.parse_args(argv)
     if args.rounds < 1 or args.clients < 1 or args.seconds <= 0:
         parser.error("--rounds and --clients must be at least 1, --seconds above 0")
+    if args.processes < 1 or (args.compare_processes and args.processes < 2):
+        parser.error("--processes must be at least 1 (at least 2 with --compare-processes)")
     return args
+
+
+def run_teams(store: BenchStore, database_url: str, work_dir: Path, args: argparse.Namespace) -> int:
+    """The three phases against --processes behind nginx, or (--compare-processes) 1 vs N; 0 when nothing was lost."""
+    team = {"start": start_server, "stop": stop_server, "database_url": database_url, "work_dir": work_dir}
+    if not args.compare_processes:
+        with serve_team(processes=args.processes, name="team", **team) as served:
+            pid = served.pids[0] if len(served.pids) == 1 else 0  # the server CPU columns: one process only
+            phases = asyncio.run(drive(store, served.api_url, args, pid))
+        integrity = check_integrity(store, phases)
+        print(report(phases, integrity, store))
+        return 0 if integrity.ok else 1
+    with (
+        serve_team(processes=1, name="1-process", **team) as one,
+        serve_team(processes=args.processes, name=f"{args.processes}-processes", **team) as many,
+    ):
+        teams = {"1-process": one, f"{args.processes}-processes": many}
+        timing = {"seconds": args.seconds, "rounds": args.rounds, "seed": args.seed, "merge": merge_phases}
+        phases = asyncio.run(compare(store, teams, **timing))
+        integrity = check_integrity(store, phases)
+        print(compare_report(phases, teams, integrity, store))
+    return 0 if integrity.ok else 1
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -353,6 +387,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         if args.faults:
             return run_faults(store, database_url, work_dir, args)
+        if args.behind_nginx or args.compare_processes or args.processes > 1:
+            return run_teams(store, database_url, work_dir, args)
         port = free_port()
         server = start_server(database_url, port, work_dir / "server.log", args.server_script)
         try:

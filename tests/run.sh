@@ -38,6 +38,14 @@ if [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/opentype/noto ]; then
   as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium fonts-noto-cjk
 fi
 
+# nginx for the tests through deploy/nginx.conf (started by the tests as this user, in a temporary prefix; the
+# package's own service is left alone).
+if [ ! -x /usr/sbin/nginx ]; then
+  echo "tests/run.sh: installing Debian's nginx for the tests behind deploy/nginx.conf" >&2
+  as_root apt-get update -q
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q nginx
+fi
+
 if ! pg_isready -q -h 127.0.0.1 -p 5432 2>/dev/null; then
   if ! ls /etc/postgresql >/dev/null 2>&1; then
     echo "tests/run.sh: installing PostgreSQL" >&2

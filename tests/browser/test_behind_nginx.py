@@ -132,7 +132,9 @@ def answer(page: Any, url: str, number: int) -> None:
 def gradio_upstreams(team: Team, after: int) -> set[str]:
     """The processes that answered the page's Gradio requests, from the access log's line ``after`` on."""
     lines = team.nginx.access_log.read_text(encoding="utf-8").splitlines()[after:]
-    return {line.split("upstream=")[1].split(" time=")[0].split(", ")[-1] for line in lines if "/ui/gradio_api/" in line}
+    return {
+        line.split("upstream=")[1].split(" time=")[0].split(", ")[-1] for line in lines if "/ui/gradio_api/" in line
+    }
 
 
 def log_length(team: Team) -> int:

@@ -1,6 +1,6 @@
-"""REST load through the shipped nginx config to ``h2h studio --workers 2`` (two processes) on one PostgreSQL store: 20 annotators
-answer flat out for a bounded time; nothing acknowledged is lost, nothing is doubled, no item goes over its quota,
-and both processes served answers (nginx's access log names the process of every request)."""
+"""REST load through the shipped nginx config to ``h2h studio --workers 2`` (two processes) on one PostgreSQL store:
+20 annotators answer flat out for a bounded time; nothing acknowledged is lost, nothing is doubled, no item goes over
+its quota, and both processes served answers (nginx's access log names the process of every request)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,14 @@ async def answer_flat_out(clients_module: ModuleType, base_url: str, store: Any)
     try:
         await clients_module.warm_up(clients)
         return await clients_module.run_phase(
-            "flat-out", clients, campaign=store.campaign, seconds=SECONDS, pause=None, noop=False, seed=3, server_pid=None
+            "flat-out",
+            clients,
+            campaign=store.campaign,
+            seconds=SECONDS,
+            pause=None,
+            noop=False,
+            seed=3,
+            server_pid=None,
         )
     finally:
         await asyncio.gather(*(client.aclose() for client in clients))
