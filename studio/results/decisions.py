@@ -10,7 +10,7 @@ for a curator (agree_or_curator: …)``. A curator's decision outranks both (``s
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 from studio.rules import VERDICT_STATUS, WITH_CROWD_RULES
@@ -90,7 +90,9 @@ class CrowdSide:
         return "".join(f" · {part}" for part in beside) + " · models disagree"
 
     def to_store(self) -> dict[str, Any]:
-        return asdict(self)
+        """The side as stored (JSON): its fields as they are; no deep copy (``asdict``'s recursion took 2.5 s of the
+        write lock for the paper's 4,650 scenarios), the nested counts are plain dicts of this side's own."""
+        return {item.name: getattr(self, item.name) for item in fields(self)}
 
 
 @dataclass(frozen=True)

@@ -156,14 +156,20 @@ def model_table(long: pd.DataFrame, *, rule: MajorityRule, question: str) -> pd.
     return compare_methods(votes, methods=rule.models).set_index("item")
 
 
-def _model_fields(models: pd.DataFrame | None, item: Any) -> dict[str, Any]:
-    """The crowd side's ``models`` ({name: {decision, posterior}}) and ``models_disagree`` for one item.
+def _model_rows(models: pd.DataFrame | None) -> dict[Any, dict[str, Any]]:
+    """The models' table (of :func:`model_table`) as item → row (one conversion, not a ``.loc`` per item)."""
+    return {} if models is None else models.to_dict("index")
+
+
+def _model_fields(models: dict[Any, dict[str, Any]], item: Any) -> dict[str, Any]:
+    """The crowd side's ``models`` ({name: {decision, posterior}}) and ``models_disagree`` for one item, from
+    :func:`_model_rows`.
 
     Posteriors are rounded to 6 places so that a re-run over the same answers writes nothing."""
-    if models is None or item not in models.index:
+    row = models.get(item)
+    if row is None:
         return {}
-    row = models.loc[item]
-    names = [str(column) for column in models.columns if f"{column}_posterior" in models.columns]
+    names = [str(column) for column in row if f"{column}_posterior" in row]
     decided = {
         name: {"decision": str(row[name]), "posterior": round(float(row[f"{name}_posterior"]), 6)} for name in names
     }
@@ -204,8 +210,9 @@ def _crowd_updates(
     subtasks = _subtasks(run.session, sorted(set(scenario_ids.values()))) if classification else {}
     fixed = _side_fields(run, rule, question)
     updates: dict[str, dict[str, Any]] = {}
+    models = _model_rows(run.models)
     for row in primary.to_dict("records"):
-        item, beside = row["item"], _model_fields(run.models, row["item"])
+        item, beside = row["item"], _model_fields(models, row["item"])
         scenario_id, decision = scenario_ids[item], _published(rule, row, beside)
         side = CrowdSide(
             **fixed,
