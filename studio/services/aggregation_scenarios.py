@@ -156,12 +156,12 @@ def model_table(long: pd.DataFrame, *, rule: MajorityRule, question: str) -> pd.
     return compare_methods(votes, methods=rule.models).set_index("item")
 
 
-def _model_rows(models: pd.DataFrame | None) -> dict[Any, dict[str, Any]]:
+def _model_rows(models: pd.DataFrame | None) -> dict[Any, dict[Any, Any]]:
     """The models' table (of :func:`model_table`) as item → row (one conversion, not a ``.loc`` per item)."""
-    return {} if models is None else models.to_dict("index")
+    return {} if models is None else dict(models.to_dict("index"))
 
 
-def _model_fields(models: dict[Any, dict[str, Any]], item: Any) -> dict[str, Any]:
+def _model_fields(models: dict[Any, dict[Any, Any]], item: Any) -> dict[str, Any]:
     """The crowd side's ``models`` ({name: {decision, posterior}}) and ``models_disagree`` for one item, from
     :func:`_model_rows`.
 
