@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, select, text
 
 from pipeline.paths import demo_dir
 
@@ -89,6 +89,11 @@ def prepare_store(
                 assignment=assignment,
             )
             items = _campaign_items(session, campaign.id)
+        if engine.dialect.name == "postgresql":
+            # A bulk fill leaves PostgreSQL without statistics, which autovacuum gathers in a running store: without
+            # them the queue's plan may scan every open item (see bench_paper_size.py).
+            with engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+                connection.execute(text("VACUUM ANALYZE"))
     finally:
         engine.dispose()
     return BenchStore(
