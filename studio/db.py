@@ -3,8 +3,14 @@
 SQLite runs in WAL mode with a busy timeout and ``synchronous=FULL`` by default (each commit is on disk before it is
 acknowledged; ``NORMAL`` may drop the last commits on a power loss), and a *write* session opens its transaction with
 ``BEGIN IMMEDIATE`` so it takes the write lock up front: two writers never both read a queue state
-and then collide on commit. PostgreSQL serialises queue decisions per campaign (:func:`lock_campaign`)
-and answer writes per item (:func:`lock_item`) with transaction-level advisory locks.
+and then collide on commit. PostgreSQL takes row locks and transaction-level advisory locks instead: handing out
+locks the item's row (``FOR UPDATE SKIP LOCKED``: no campaign-wide lock on the hot path), one person's queue
+requests run one at a time (:func:`lock_person`), answer writes lock the item's row; the rarer decisions that must
+see a whole campaign still at rest take :func:`lock_campaign`.
+
+PostgreSQL connections are not pinged at each checkout (a round trip per request): a connection found dead fails its
+request, and SQLAlchemy then invalidates the whole pool, so every other pooled connection is replaced at its next
+checkout instead of failing in turn; connections are also recycled after :data:`POOL_RECYCLE_SECONDS`.
 """
 
 from __future__ import annotations
@@ -29,6 +35,8 @@ _LOCK_HELD = "h2h_writer_lock_held"
 #: overflow connections at check-in and opening (and re-running the PRAGMAs on) new ones under load.
 POOL_SIZE = 40
 POOL_MAX_OVERFLOW = 20
+#: PostgreSQL connections older than this are replaced at checkout (servers and proxies drop long-idle connections).
+POOL_RECYCLE_SECONDS = 1800
 #: SQLite's ``PRAGMA synchronous`` levels the studio accepts (``Settings.sqlite_synchronous``).
 SQLITE_SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
@@ -129,10 +137,12 @@ def create_db_engine(
         )
         _install_sqlite_hooks(engine, busy_timeout_ms, sqlite_synchronous.upper())
         return engine
-    return create_engine(url, echo=echo, pool_pre_ping=True, pool_size=POOL_SIZE, max_overflow=POOL_MAX_OVERFLOW)
+    return create_engine(
+        url, echo=echo, pool_size=POOL_SIZE, max_overflow=POOL_MAX_OVERFLOW, pool_recycle=POOL_RECYCLE_SECONDS
+    )
 
 
-def is_sqlite(engine: Engine) -> bool:
+def is_sqlite(engine: Engine | Connection) -> bool:
     return engine.dialect.name == "sqlite"
 
 
@@ -162,7 +172,8 @@ def write_session(engine: Engine) -> Iterator[Session]:
             raise
 
 
-_CAMPAIGN_LOCKS, _ITEM_LOCKS = 4242, 4243  # advisory-lock namespaces: one key space per kind of thing locked
+# advisory-lock namespaces: one key space per kind of thing locked
+_CAMPAIGN_LOCKS, _ITEM_LOCKS, _PERSON_LOCKS = 4242, 4243, 4244
 _ADVISORY_LOCK = text("SELECT pg_advisory_xact_lock(:namespace, :key)")
 
 
@@ -194,6 +205,16 @@ def lock_campaign(session: Session, campaign_id: int) -> bool:
     (refresh what the decision depends on).
     """
     return _advisory_lock(session, _CAMPAIGN_LOCKS, campaign_id)
+
+
+def lock_person(session: Session, user_id: int) -> bool:
+    """Serialise one person's queue requests (next, skip) until the transaction ends; True when the lock was taken.
+
+    False on SQLite (the write lock covers it). On PostgreSQL a double click on "next" runs one request after the
+    other, so the second finds the lease the first took instead of taking a second item (no hoarding) — without
+    holding up anyone else, as a campaign-wide lock would.
+    """
+    return _advisory_lock(session, _PERSON_LOCKS, user_id)
 
 
 def lock_item(session: Session, item_id: int) -> bool:

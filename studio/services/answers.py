@@ -9,16 +9,17 @@ A submit arrives whole, as a :class:`~studio.services.answer_values.Submission` 
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from studio.db import lock_campaign, lock_item
+from studio.db import is_sqlite, lock_item
 from studio.errors import Conflict, InvalidInput
 from studio.models import AnswerPublic, UserPublic, utc_now
+from studio.services.answer_rows import answer_by_submission, earlier_answers, store_answer
 from studio.services.answer_values import (
     DEFAULT_MAX_SECONDS,
     AnswerLimits,
@@ -44,15 +45,7 @@ from studio.services.queue import (
     own_lease,
     require_open,
 )
-from studio.services.queue_rows import (
-    CampaignState,
-    answer_by_submission,
-    earlier_answers,
-    insert_answer,
-    item_row,
-    live_lease_count,
-    release_lease,
-)
+from studio.services.queue_rows import CampaignState, item_row, live_lease_count
 from studio.services.stopping import pending_stop, record_stop
 from studio.services.targets import target_kind
 from studio.services.text import is_unicode, require_unicode
@@ -78,9 +71,6 @@ __all__ = [
 MAX_SUBMISSION_ID = 128
 #: How much of a stored answer a conflicting resend is told (its values as JSON).
 MAX_SHOWN_CHARS = 500
-#: A submit whose lease expires within this margin takes the campaign's queue lock before deciding (PostgreSQL): a
-#: ``next`` that sees the lease expired while the submit's transaction runs could otherwise hand its slot on.
-LEASE_EXPIRY_MARGIN = timedelta(seconds=60)
 
 
 class SubmitResult(BaseModel):
@@ -140,17 +130,18 @@ def _store(session: Session, lease_id: str, now: datetime, **answer: Any) -> Ans
     """Close the lease, insert the answer and count it on the item, all in the caller's transaction.
 
     The lease is closed first and only if still open: a skip of the same lease that committed since it was
-    read (PostgreSQL: a skip takes the campaign's lock, a submit the item's) has freed its slot, maybe for
+    read (a skip takes its person's lock, a submit the item's row) has freed its slot, maybe for
     someone else already, so the submit is refused rather than filling the slot twice.
     """
-    if not release_lease(session, lease_id, at=now, outcome="answered"):
-        raise Conflict("lease_id: the lease was released meanwhile (skipped?); ask for the next item again")
     try:
-        return insert_answer(session, **answer)
+        stored = store_answer(session, lease_id=lease_id, at=now, **answer)
     except IntegrityError:
         raise Conflict(
             "submission_id: a concurrent request stored an answer under this submission_id; send it again to see it"
         ) from None
+    if stored is None:
+        raise Conflict("lease_id: the lease was released meanwhile (skipped?); ask for the next item again")
+    return stored
 
 
 def _checked_request(
@@ -198,10 +189,13 @@ def submit(
     found, item, values = _checked_request(
         session, campaign=campaign, user=user, submission=submission, limits=limits, live_rating=live_rating
     )
-    # Everything above only reads. The item's lock (PostgreSQL; SQLite's write lock covers it all) serialises submits
-    # of this item; filling the slot a live lease holds changes no other person's decision, and the lease is closed
-    # only if still open (_store), so a concurrent skip cannot make one slot count twice.
-    lock_item(session, item_id)
+    # Everything above only reads. The item's row lock (PostgreSQL; SQLite's write lock covers it all) serialises the
+    # submits of this item and every decision about its slots (handing out locks the row too), and the row is read
+    # again as committed; the lease is closed only if still open (_store), so a concurrent skip cannot make one slot
+    # count twice.
+    if live_rating:
+        lock_item(session, item_id)  # a live session's turns take this lock: a rating waits for a turn under way
+    item = _locked(session, item)
     now = clock or utc_now()  # under the item's lock (SQLite: the write lock, taken at the first read above)
     retried, answered = earlier_answers(
         session, submission_id=submission.submission_id, item_id=item_id, user_id=user.id
@@ -212,16 +206,13 @@ def submit(
     if answered is not None:
         raise Conflict(f"item_id: you already answered item {item_id}; revise it with PUT .../answers/{item_id}")
     lease = own_lease(session, found, user, item_id, submission.lease_id)
-    if lease.expires_at <= now + LEASE_EXPIRY_MARGIN and lock_campaign(session, found.id):
-        # An expired (or about to expire) lease's slot may be handed on meanwhile: decide under the queue lock,
-        # with the item and the clock as they are now.
-        item, now = item_row(session, item_id), clock or utc_now()
+    # An expired lease's slot may be handed on: handing out needs this item's row lock, held here, so the slots
+    # counted now stay as they are until this transaction ends.
     _check_slot(session, found, item, lease, now)
     # A stop this vote brings about (the workflow's stopping:; the votes counted under the item's lock) is written
-    # under the queue lock too, taken before the lease row's (the expiry path's order): a next() then handed the item
-    # out before the stop (a lease open at it, which may still submit) or sees it stopped. Once per item at most.
-    if (stop := pending_stop(session, campaign=found, item=item, values=values)) is not None:
-        lock_campaign(session, found.id)
+    # under that same lock: a next() handed the item out before the stop (a lease open at it, which may still submit)
+    # or sees it stopped. Once per item at most.
+    stop = pending_stop(session, campaign=found, item=item, values=values)
     server_seconds = max(0.0, (now - lease.issued_at).total_seconds())
     cap = limits.max_seconds_spent
     answer = _store(
@@ -241,6 +232,17 @@ def submit(
     if stop is not None:
         record_stop(session, campaign_id=found.id, item_id=item_id, stop=stop, at=now)
     return SubmitResult(created=True, answer=answer)
+
+
+def _locked(session: Session, item: Any) -> Any:
+    """``item`` (a row read earlier in this transaction) as committed now, its row locked until the transaction ends
+    (PostgreSQL). On SQLite the write lock taken at the transaction's first read already makes ``item`` current."""
+    if is_sqlite(session.get_bind()):
+        return item
+    locked = item_row(session, item.id, locked=True)
+    if locked is None:
+        raise Conflict(f"item_id: item {item.id} is gone")
+    return locked
 
 
 def answer_by_submission_id(session: Session, submission_id: str) -> AnswerPublic | None:

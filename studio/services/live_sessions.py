@@ -138,7 +138,9 @@ def open_session(
     if existing is not None:
         renew_lease(session, lease_id=existing.lease_id, now=now, seconds=lease_seconds)
         return session_view(session, live=existing, campaign=found), False
-    handout = take_lease(session, campaign=campaign, user=user, lease_seconds=lease_seconds, now=now)
+    handout = take_lease(
+        session, campaign=campaign, user=user, lease_seconds=lease_seconds, now=now, whole_campaign=True
+    )
     if handout is None:
         return None
     # take_lease holds the campaign's queue lock until this transaction ends (SQLite: the write lock), so two raters

@@ -6,8 +6,10 @@ quota first, so a small team completes items (and has agreement figures) before 
 least-answered first — in a stable order; items this person skipped come
 after all others. Handing an item out takes a lease; an expired lease frees its slot; a person with
 a live lease gets the same item back. Every function here runs inside the caller's write session
-(one transaction); handing out and skipping take the campaign's queue lock (``studio.db.lock_campaign``)
-before they read the queue. The rows themselves are read and written by
+(one transaction). Handing out and skipping run one at a time per person (``studio.db.lock_person``); handing out
+locks the item it picks (PostgreSQL: ``FOR UPDATE SKIP LOCKED``, items others are taking or answering passed over)
+and inserts the lease only while the item still has a free slot as committed (``queue_rows.claim_lease``), so
+nothing campaign-wide serialises annotators. The rows themselves are read and written by
 :mod:`studio.services.queue_rows` (SQL Core: this is the answering hot path).
 """
 
@@ -25,7 +27,7 @@ from pydantic import BaseModel
 from sqlalchemy import Select, bindparam, select
 from sqlmodel import Session, col
 
-from studio.db import lock_campaign
+from studio.db import lock_campaign, lock_person
 from studio.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.models import Campaign, Skip, UserPublic, utc_now
 from studio.services.content import DISPLAY_CHARS, build_item_content
@@ -33,7 +35,7 @@ from studio.services.queue_rows import (
     CampaignState,
     campaign_row,
     candidate_item,
-    insert_lease,
+    claim_lease,
     item_row,
     lease_row,
     live_lease_of,
@@ -48,6 +50,9 @@ from studio.services.text import is_unicode, safe_text
 from studio.workflows import WorkflowSchema
 
 DEFAULT_LEASE_SECONDS = 600
+#: How many items handing out tries before it gives up with a ``Conflict`` (each try that fails found an item filled
+#: by a commit that landed while it looked; more than a couple in a row means something is wrong).
+MAX_CLAIMS = 20
 _CAMPAIGNS_BY_NAME = "h2h_campaigns_by_name"  # key in ``Session.info``: the campaigns this session looked up
 _CAMPAIGN_STATES = "h2h_campaign_states"  # key in ``Session.info``: the campaign states this session read
 Found = TypeVar("Found")
@@ -127,11 +132,18 @@ def require_open(campaign: Campaign | CampaignState) -> None:
         raise PermissionDenied(f"campaign: {campaign.name!r} is closed")
 
 
-def open_campaign(session: Session, name: str) -> CampaignState:
-    """Look the campaign up, check it is open, and take its queue lock."""
+def open_campaign(
+    session: Session, name: str, *, whole_campaign: bool = True, user_id: int | None = None
+) -> CampaignState:
+    """Look the campaign up, check it is open, and take its lock: the whole campaign's (``whole_campaign``: for a
+    decision that must see every other decision of the campaign done, e.g. a live session's balanced variant), or
+    else person ``user_id``'s (their own requests one at a time)."""
     campaign = campaign_state(session, name)
     require_open(campaign)
-    lock_campaign(session, campaign.id)
+    if whole_campaign:
+        lock_campaign(session, campaign.id)
+    elif user_id is not None:
+        lock_person(session, user_id)
     return campaign
 
 
@@ -189,37 +201,35 @@ def take_lease(
     user: UserPublic,
     lease_seconds: int = DEFAULT_LEASE_SECONDS,
     now: datetime | None = None,
+    whole_campaign: bool = False,
 ) -> Handout | None:
     """The queue decision alone: the caller's live lease, or a new lease on their next item, or None.
 
     Run it in a write session; :func:`view_of` builds the view from the handout (in that session or any other).
+    ``whole_campaign`` holds the campaign's lock until the transaction ends (see :func:`open_campaign`); otherwise
+    only the caller's own requests are serialised.
     """
     now = now or utc_now()
-    found = open_campaign(session, campaign)
+    found = open_campaign(session, campaign, whole_campaign=whole_campaign, user_id=user.id)
     live = live_lease_of(session, found.id, user.id, now)
     if live is not None:
         item = item_row(session, live.item_id)
         if item is None:
             raise NotFound(f"lease_id: the item of lease {live.id!r} is gone")
         return Handout(lease_id=live.id, user_id=user.id, expires_at=live.expires_at, campaign=found, item=item)
-    item = candidate_item(session, found, user.id, now, skipped=False) or candidate_item(
-        session, found, user.id, now, skipped=True
-    )
-    if item is None:
-        return None
     lease_id, expires_at = secrets.token_urlsafe(16), now + timedelta(seconds=lease_seconds)
-    insert_lease(
-        session,
-        id=lease_id,
-        campaign_id=found.id,
-        item_id=item.id,
-        user_id=user.id,
-        issued_at=now,
-        expires_at=expires_at,
-        released_at=None,
-        outcome=None,
-    )
-    return Handout(lease_id=lease_id, user_id=user.id, expires_at=expires_at, campaign=found, item=item)
+    for _attempt in range(MAX_CLAIMS):
+        item = candidate_item(session, found, user.id, now, skipped=False) or candidate_item(
+            session, found, user.id, now, skipped=True
+        )
+        if item is None:
+            return None
+        claim = {"campaign": found, "item_id": item.id, "user_id": user.id, "issued_at": now}
+        if claim_lease(session, id=lease_id, expires_at=expires_at, **claim):
+            return Handout(lease_id=lease_id, user_id=user.id, expires_at=expires_at, campaign=found, item=item)
+        # Filled (or stopped) by a transaction that committed after this one's candidate query began: the next
+        # statement sees that commit, so the same item is not found open again.
+    raise Conflict("campaign: the queue is changing too fast to hand out an item; ask for the next item again")
 
 
 def view_of(session: Session, handout: Handout) -> ItemView:
@@ -282,7 +292,7 @@ def skip_item(
     False, with nothing written, when the item was answered on this lease before the skip arrived (Enter then S).
     """
     now = now or utc_now()
-    found = open_campaign(session, campaign)
+    found = open_campaign(session, campaign, whole_campaign=False, user_id=user.id)
     campaign_item(session, found, item_id)
     lease = own_lease(session, found, user, item_id, lease_id)
     if not release_lease(session, lease.id, at=now, outcome="skipped"):  # only if still open: the UPDATE says so

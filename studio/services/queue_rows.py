@@ -4,7 +4,8 @@
 them. Through the ORM a statement costs several times what it costs on the session's connection (no
 identity map, no unit of work, no entity construction), so the queue reads and writes its few rows
 here. Everything runs inside the caller's session and transaction, under the locks the caller took
-(SQLite's ``BEGIN IMMEDIATE``; PostgreSQL's advisory locks, see ``studio.db``), and rolls back with it.
+(SQLite's ``BEGIN IMMEDIATE``; on PostgreSQL the item rows these statements lock and the advisory locks of
+``studio.db``), and rolls back with it.
 Rows are read-only snapshots; change the store through the functions here, never by editing a row.
 """
 
@@ -26,16 +27,18 @@ from sqlalchemy import (
     cast,
     exists,
     func,
+    insert,
     inspect,
-    or_,
+    literal,
     select,
     update,
 )
 from sqlalchemy.sql.dml import Insert, Update
+from sqlalchemy.types import String
 from sqlmodel import Session, SQLModel, col
 
 from studio.db import core_connection
-from studio.models import Answer, AnswerPublic, Campaign, Item, Lease, ResponseRow, ScenarioRow, ScoreRow, Skip
+from studio.models import Answer, Campaign, Item, Lease, ResponseRow, ScenarioRow, ScoreRow, Skip
 from studio.models.types import UTCDateTime
 from studio.workflows import WorkflowSchema
 
@@ -55,7 +58,7 @@ class CampaignState:
     decide_below_quota: bool = False
 
 
-def _table(model: type[SQLModel]) -> Table:
+def table_of(model: type[SQLModel]) -> Table:
     """The Core table of a table model (SQLModel does not declare ``__table__`` for the type checker)."""
     table = inspect(model).local_table
     if not isinstance(table, Table):
@@ -132,30 +135,20 @@ _LEASE_COLUMNS = (
     col(Lease.released_at),
     col(Lease.outcome),
 )
-_ANSWER_COLUMNS = (
-    col(Answer.id),
-    col(Answer.item_id),
-    col(Answer.campaign_id),
-    col(Answer.user_id),
-    col(Answer.values),
-    col(Answer.submission_id),
-    col(Answer.seconds_spent),
-    col(Answer.server_seconds),
-    col(Answer.created_at),
-    col(Answer.updated_at),
-    col(Answer.revision),
-)
 
 
-@lru_cache(maxsize=1)
-def _item_query() -> Select[*tuple[Any, ...]]:
-    return select(*_ITEM_COLUMNS).where(col(Item.id) == bindparam("item_id"))
+@lru_cache(maxsize=2)
+def _item_query(*, locked: bool) -> Select[*tuple[Any, ...]]:
+    query = select(*_ITEM_COLUMNS).where(col(Item.id) == bindparam("item_id"))
+    return query.with_for_update(key_share=True) if locked else query
 
 
-def item_row(session: Session, item_id: int) -> Row[*tuple[Any, ...]] | None:
+def item_row(session: Session, item_id: int, *, locked: bool = False) -> Row[*tuple[Any, ...]] | None:
     """The item's columns (id, campaign_id, position, answer_count, scenario_id, response_id, response_b_id,
-    stopped_at)."""
-    return core_connection(session).execute(_item_query(), {"item_id": item_id}).first()
+    stopped_at). ``locked``: PostgreSQL locks the row until the transaction ends (``FOR NO KEY UPDATE``, see
+    :func:`_candidate_query`; SQLite's write lock already covers it) and the row read is the latest committed one —
+    what a decision about its slots must see."""
+    return core_connection(session).execute(_item_query(locked=locked), {"item_id": item_id}).first()
 
 
 def _open_to(item: Any, user_id: Any) -> tuple[Any, ...]:
@@ -177,10 +170,17 @@ def _open_to(item: Any, user_id: Any) -> tuple[Any, ...]:
     )
 
 
-@lru_cache(maxsize=3)
+@lru_cache(maxsize=4)
 def _candidate_query(kind: str) -> Select[*tuple[Any, ...]]:
     """The next-item query of ``kind``, once per process (building a SELECT and its cache key costs more than
-    running it). Bound per call: campaign_id, quota, user_id, now.
+    running it). Bound per call: campaign_id, quota, user_id, now (``fill``: and ``below``).
+
+    On PostgreSQL the item found is locked (``FOR NO KEY UPDATE SKIP LOCKED``): an item another transaction is
+    handing out or answering right now is passed over rather than waited for, so annotators never queue behind each
+    other; the lock is held until the transaction ends, and :func:`claim_lease` then decides on the item as it is
+    committed. NO KEY: the rows that point at the item (a lease, an answer, a skip) take a KEY SHARE lock on it as
+    they are inserted, which a plain ``FOR UPDATE`` would block — a skip and a submit of one lease would deadlock.
+    SQLite renders no lock (its write lock covers the transaction).
 
     ``spread``: the least-answered first, in position order. ``fill``: among the items with the most answers open to
     the person, the first in position order (a team completes items before it starts new ones) — the highest count
@@ -189,30 +189,100 @@ def _candidate_query(kind: str) -> Select[*tuple[Any, ...]]:
     skipped them (they come after all others whatever the order)."""
     user_id = bindparam("user_id", type_=Integer())
     if kind == "skipped":
-        open_now = _open_to(_table(Item).c, user_id)[:-1]  # a skipped item is what this kind is for
+        open_now = _open_to(table_of(Item).c, user_id)[:-1]  # a skipped item is what this kind is for
         skip_match = and_(col(Skip.item_id) == col(Item.id), col(Skip.user_id) == user_id)
         query = select(*_ITEM_COLUMNS).where(*open_now).join(Skip, skip_match)
-        return query.order_by(col(Skip.skipped_at), col(Item.answer_count), col(Item.position)).limit(1)
-    conditions = _open_to(_table(Item).c, user_id)
-    if kind == "fill":
-        other = _table(Item).alias("fullest")
-        fullest = select(other.c.answer_count).where(*_open_to(other.c, user_id))
+        ordered = query.order_by(col(Skip.skipped_at), col(Item.answer_count), col(Item.position)).limit(1)
+        return ordered.with_for_update(of=table_of(Item), skip_locked=True, key_share=True)
+    conditions = _open_to(table_of(Item).c, user_id)
+    if kind in ("fill", "fill_level"):
+        other = table_of(Item).alias("fullest")
+        # ``below``: the quota at first; lower once every open item at the fullest level was found locked.
+        fullest = select(other.c.answer_count).where(*_open_to(other.c, user_id), other.c.answer_count < _below())
         level = fullest.order_by(other.c.answer_count.desc()).limit(1).scalar_subquery()
+        if kind == "fill_level":
+            return select(level)
         # An equality on answer_count (the subquery's count is below the quota already): the index then gives the
         # items at that count in position order; with the range kept beside it, SQLite scanned and sorted them all.
         conditions = (conditions[0], col(Item.answer_count) == level, *conditions[2:])
     query = select(*_ITEM_COLUMNS).where(*conditions)
-    return query.order_by(col(Item.answer_count), col(Item.position)).limit(1)
+    ordered = query.order_by(col(Item.answer_count), col(Item.position)).limit(1)
+    return ordered.with_for_update(skip_locked=True, key_share=True)
+
+
+def _below() -> Any:
+    return bindparam("below", type_=Integer())
 
 
 def candidate_item(
     session: Session, campaign: CampaignState, user_id: int, now: datetime, *, skipped: bool
 ) -> Row[*tuple[Any, ...]] | None:
     """The first open item for this person, among the ones they skipped or the ones they did not — those in the
-    campaign's ``assignment`` order (``fill``: the items with the most answers first; ``spread``: the fewest)."""
-    bound = {"campaign_id": campaign.id, "quota": campaign.people_per_item, "user_id": user_id, "now": now}
+    campaign's ``assignment`` order (``fill``: the items with the most answers first; ``spread``: the fewest) —
+    locked on PostgreSQL, passing over items locked by others (see :func:`_candidate_query`)."""
+    conn, quota = core_connection(session), campaign.people_per_item
+    bound = {"campaign_id": campaign.id, "quota": quota, "user_id": user_id, "now": now, "below": quota}
     kind = "skipped" if skipped else "fill" if campaign.assignment == "fill" else "spread"
-    return core_connection(session).execute(_candidate_query(kind), bound).first()
+    found = conn.execute(_candidate_query(kind), bound).first()
+    while found is None and kind == "fill":
+        # Nothing at the fullest open level, or every item there is locked by someone else's transaction: the next
+        # level down (a rare path: one more statement per level tried).
+        level = conn.execute(_candidate_query("fill_level"), bound).scalar()
+        if level is None:
+            return None
+        bound["below"] = level
+        found = conn.execute(_candidate_query(kind), bound).first()
+    return found
+
+
+@lru_cache(maxsize=1)
+def _claim_lease() -> Insert:
+    lease, item = table_of(Lease), table_of(Item)
+    now, quota, item_id = _now_param(), bindparam("quota", type_=Integer()), bindparam("item_id", type_=Integer())
+    live = select(func.count()).where(lease.c.item_id == item_id, *_live_lease(now)).scalar_subquery()
+    still_open = select(literal(1)).where(
+        item.c.id == item_id, item.c.stopped_at.is_(None), item.c.answer_count + live < quota
+    )
+    names = ("id", "campaign_id", "item_id", "user_id", "issued_at", "expires_at")
+    row = select(
+        bindparam("id", type_=String()),
+        bindparam("campaign_id", type_=Integer()),
+        item_id,
+        bindparam("user_id", type_=Integer()),
+        bindparam("issued_at", type_=UTCDateTime()),
+        bindparam("expires_at", type_=UTCDateTime()),
+    ).where(exists(still_open))
+    # RETURNING, not the row count: psycopg reports no count (-1) for an INSERT ... SELECT.
+    return insert(lease).from_select(list(names), row).returning(lease.c.id)
+
+
+def claim_lease(
+    session: Session,
+    *,
+    id: str,  # noqa: A002 - the lease's id column
+    campaign: CampaignState,
+    item_id: int,
+    user_id: int,
+    issued_at: datetime,
+    expires_at: datetime,
+) -> bool:
+    """Insert the lease if the item still has a free slot, counted as committed now; True when it was inserted.
+
+    One statement: the count is read when it runs, after :func:`candidate_item` locked the item's row, so on
+    PostgreSQL it includes every lease committed meanwhile (the candidate query's own snapshot may predate a lease
+    another transaction took and committed before it released the row) — no slot is ever handed out twice.
+    """
+    bound = {
+        "id": id,
+        "campaign_id": campaign.id,
+        "item_id": item_id,
+        "user_id": user_id,
+        "issued_at": issued_at,
+        "expires_at": expires_at,
+        "now": issued_at,
+        "quota": campaign.people_per_item,
+    }
+    return core_connection(session).execute(_claim_lease(), bound).first() is not None
 
 
 @lru_cache(maxsize=1)
@@ -242,16 +312,6 @@ def _lease_query() -> Select[*tuple[Any, ...]]:
 
 def lease_row(session: Session, lease_id: str) -> Row[*tuple[Any, ...]] | None:
     return core_connection(session).execute(_lease_query(), {"lease_id": lease_id}).first()
-
-
-@lru_cache(maxsize=1)
-def _insert_lease() -> Insert:
-    return _table(Lease).insert()
-
-
-def insert_lease(session: Session, **values: Any) -> None:
-    """Insert a lease (id, campaign_id, item_id, user_id, issued_at, expires_at)."""
-    core_connection(session).execute(_insert_lease(), values)
 
 
 @lru_cache(maxsize=1)
@@ -285,83 +345,22 @@ def live_lease_count(session: Session, item_id: int, now: datetime, *, excluding
     return int(core_connection(session).execute(_live_lease_count_query(), bound).scalar_one())
 
 
-@lru_cache(maxsize=1)
-def _by_submission_query() -> Select[*tuple[Any, ...]]:
-    return select(*_ANSWER_COLUMNS).where(col(Answer.submission_id) == bindparam("submission_id"))
-
-
-def answer_by_submission(session: Session, submission_id: str) -> AnswerPublic | None:
-    """The answer stored under ``submission_id`` (unique across the store), if any."""
-    row = core_connection(session).execute(_by_submission_query(), {"submission_id": submission_id}).first()
-    return None if row is None else AnswerPublic.model_construct(**row._asdict())
-
-
-@lru_cache(maxsize=1)
-def _earlier_answers_query() -> Select[*tuple[Any, ...]]:
-    return select(*_ANSWER_COLUMNS).where(
-        or_(
-            col(Answer.submission_id) == bindparam("submission_id"),
-            and_(col(Answer.item_id) == bindparam("item_id"), col(Answer.user_id) == bindparam("user_id")),
-        )
-    )
-
-
-def earlier_answers(
-    session: Session, *, submission_id: str, item_id: int, user_id: int
-) -> tuple[AnswerPublic | None, AnswerPublic | None]:
-    """In one query: the answer stored under ``submission_id`` and this person's answer to ``item_id`` (each or None;
-    the same answer twice for a retry)."""
-    bound = {"submission_id": submission_id, "item_id": item_id, "user_id": user_id}
-    rows = [
-        AnswerPublic.model_construct(**row._asdict())
-        for row in core_connection(session).execute(_earlier_answers_query(), bound)
-    ]
-    by_submission = next((row for row in rows if row.submission_id == submission_id), None)
-    to_item = next((row for row in rows if row.item_id == item_id and row.user_id == user_id), None)
-    return by_submission, to_item
-
-
-@lru_cache(maxsize=1)
-def _insert_answer() -> Insert:
-    return _table(Answer).insert()
-
-
-@lru_cache(maxsize=1)
-def _count_answer() -> Update:
-    return update(Item).where(col(Item.id) == bindparam("item_id")).values(answer_count=col(Item.answer_count) + 1)
-
-
-def insert_answer(session: Session, **values: Any) -> AnswerPublic:
-    """Insert an answer (every column but id and revision) and count it on its item; the stored answer.
-
-    Raises the driver's ``IntegrityError`` when (item, person) or the submission_id is already stored.
-    """
-    conn = core_connection(session)
-    values = {**values, "revision": 0}
-    key = conn.execute(_insert_answer(), values).inserted_primary_key
-    if key is None:
-        raise RuntimeError("the database did not report the new answer's id")
-    answer_id = key[0]
-    conn.execute(_count_answer(), {"item_id": values["item_id"]})
-    return AnswerPublic.model_construct(id=answer_id, **values)
-
-
 @lru_cache(maxsize=8)
 def _by_id_query(table: Any) -> Select[*tuple[Any, ...]]:
     return select(table).where(table.c.id == bindparam("row_id"))
 
 
 def scenario_row(session: Session, scenario_id: str) -> Row[*tuple[Any, ...]] | None:
-    return core_connection(session).execute(_by_id_query(_table(ScenarioRow)), {"row_id": scenario_id}).first()
+    return core_connection(session).execute(_by_id_query(table_of(ScenarioRow)), {"row_id": scenario_id}).first()
 
 
 def response_row(session: Session, response_id: int) -> Row[*tuple[Any, ...]] | None:
-    return core_connection(session).execute(_by_id_query(_table(ResponseRow)), {"row_id": response_id}).first()
+    return core_connection(session).execute(_by_id_query(table_of(ResponseRow)), {"row_id": response_id}).first()
 
 
 @lru_cache(maxsize=1)
 def _score_query() -> Select[*tuple[Any, ...]]:
-    return select(_table(ScoreRow)).where(col(ScoreRow.response_id) == bindparam("response_id")).limit(1)
+    return select(table_of(ScoreRow)).where(col(ScoreRow.response_id) == bindparam("response_id")).limit(1)
 
 
 def score_row(session: Session, response_id: int) -> Row[*tuple[Any, ...]] | None:

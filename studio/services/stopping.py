@@ -67,8 +67,8 @@ def pending_stop(
     """The stop storing ``values`` on ``item`` (an item row) brings about, or None (no ``stopping:`` in the
     campaign's schema, the item stopped already, or the rule says go on).
 
-    Call it under the item's lock (``studio.db.lock_item``; SQLite's write lock) so the stored votes it counts stay
-    the item's until the answer is stored.
+    Call it under the item's row lock (``queue_rows.item_row(locked=True)``; SQLite's write lock) so the stored
+    votes it counts stay the item's until the answer is stored.
     """
     rule = campaign.schema.stopping
     if rule is None or item.stopped_at is not None:

@@ -90,3 +90,37 @@ def test_settings_read_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     settings = get_settings()
     assert (settings.database_url, settings.lease_seconds) == ("postgresql://postgres@127.0.0.1/x", 30)
     assert get_settings(lease_seconds=5).lease_seconds == 5
+
+
+@pytest.mark.postgres
+def test_postgres_connections_are_not_pinged_and_a_dead_pool_is_replaced_after_one_failure(postgres_url: str) -> None:
+    """No ``SELECT 1`` before each request: a connection the server dropped fails the one request that meets it,
+    and that failure invalidates the whole pool, so the next requests get new connections instead of failing in
+    turn."""
+    import psycopg
+    from sqlalchemy import exc
+
+    from studio.db import is_store_fault
+
+    engine = create_db_engine(postgres_url)
+    assert engine.pool._pre_ping is False  # noqa: SLF001 - the setting under test
+    held = [engine.connect() for _ in range(3)]  # three pooled connections, then back to the pool
+    for connection in held:
+        connection.execute(text("SELECT 1"))
+        connection.close()
+    database = engine.url.database
+    with psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s AND pid <> pg_backend_pid()",
+            (database,),
+        )
+    failures = 0
+    for _ in range(4):
+        try:
+            with read_session(engine) as session:
+                assert session.execute(text("SELECT 41 + 1")).scalar_one() == 42
+        except exc.DBAPIError as error:
+            assert is_store_fault(error)
+            failures += 1
+    engine.dispose()
+    assert failures == 1

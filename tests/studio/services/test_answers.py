@@ -131,7 +131,7 @@ def test_a_live_lease_near_expiry_is_accepted_when_another_expired_lease_gave_it
     assert stored_answers(corpus) == 1
 
 
-def test_a_submit_that_waited_for_the_queue_lock_decides_with_the_clock_read_after_it(
+def test_a_submit_that_waited_for_the_item_lock_decides_with_the_clock_read_after_it(
     db_url: str,
     corpus: Engine,
     campaign: CampaignPublic,
@@ -139,8 +139,9 @@ def test_a_submit_that_waited_for_the_queue_lock_decides_with_the_clock_read_aft
     password_hash: str,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """PostgreSQL: the submit read 590 s (10 s before its lease expires) and took the queue lock at 601 s, after two
-    ``next`` calls that saw the lease expired gave the item's two slots away: it must not fill a third."""
+    """PostgreSQL: the submit began 10 s before its lease expired and got the item's row lock at 601 s, after two
+    ``next`` calls that saw the lease expired gave the item's two slots away: it reads its clock once, under the lock,
+    and must not fill a third."""
     if db_url.startswith("sqlite"):
         pytest.skip("SQLite's write lock is held from the submit's first read: no next runs in between")
     import studio.services.answers as answers_module
@@ -150,7 +151,7 @@ def test_a_submit_that_waited_for_the_queue_lock_decides_with_the_clock_read_aft
     held = take(corpus, slow, now=now)
     later = now + timedelta(seconds=601)  # the default lease is 600 s
     assert [take(corpus, person, now=later).item_id for person in (other, third)] == [held.item_id] * 2
-    monkeypatch.setattr(answers_module, "utc_now", clock(now + timedelta(seconds=590), later))
+    monkeypatch.setattr(answers_module, "utc_now", clock(later))  # a second reading would fail the test
     with pytest.raises(Conflict, match="expired"):
         submit(corpus, slow, held, submission="waited")
     assert stored_answers(corpus) == 0
@@ -173,8 +174,9 @@ def test_a_skip_committed_while_a_submit_of_the_same_lease_runs_makes_the_submit
     users: dict[str, UserPublic],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """PostgreSQL: a skip takes the campaign's lock, a submit the item's, so they can interleave; the skip freed the
-    slot (maybe for someone else already), so the submit must not fill it too."""
+    """PostgreSQL: a skip takes its person's lock, a submit the item's row, so they can interleave (and must not
+    deadlock: the skip's row pointing at the item locks it KEY SHARE); the skip freed the slot (maybe for someone
+    else already), so the submit must not fill it too."""
     if db_url.startswith("sqlite"):
         pytest.skip("SQLite's write lock runs a skip and a submit one after the other")
     import studio.services.answers as answers_module

@@ -381,10 +381,12 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
 ) -> None:
     """next → submit → retry over HTTP, every statement listed: a new query on the hot path shows up here first.
 
-    next: caller, campaign, live lease, next item, new lease, the scenario (one write session; the "vote"
-    campaign's items are scenarios). submit: caller, submission (read session: not a retry); campaign, item,
-    [item lock], earlier answers (by submission_id or to this item), lease, lease release, answer, item count
-    (write session). retry: caller, submission, campaign, item.
+    next: caller, campaign, [the person's lock], live lease, next item (PostgreSQL: locked, SKIP LOCKED), the lease
+    claimed if the item still has a slot (INSERT ... SELECT), the scenario (one write session; the "vote" campaign's
+    items are scenarios). submit: caller, submission (read session: not a retry); campaign, item, [the item's row
+    locked and read again], earlier answers (by submission_id or to this item), lease, then lease release + answer +
+    item count (SQLite: three statements; PostgreSQL: one, with data-modifying CTEs) (write session). retry: caller,
+    submission, campaign, item.
     """
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
@@ -403,9 +405,19 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
         for statement in statements
         if not statement.lstrip().upper().startswith(("BEGIN", "SELECT 1", "SELECT PG_ADVISORY"))
     ]
-    assert work.count("SELECT") == 5 + 6 + 4 and work.count("INSERT") == 2 and work.count("UPDATE") == 2, statements
+    postgres = db_url.startswith("postgresql")
+    expected = (
+        {"SELECT": 5 + 7 + 4, "INSERT": 1, "UPDATE": 0, "WITH": 1}
+        if postgres
+        else {"SELECT": 5 + 6 + 4, "INSERT": 2, "UPDATE": 2, "WITH": 0}
+    )
+    assert {kind: work.count(kind) for kind in expected} == expected, statements
+    assert len(work) == sum(expected.values()), statements
+    if postgres:
+        locked = [statement for statement in statements if "FOR NO KEY UPDATE" in statement]
+        assert len(locked) == 2 and "SKIP LOCKED" in locked[0] and "SKIP LOCKED" not in locked[1], locked
     if db_url.startswith("sqlite"):  # a transaction per request; a first submit: the retry check, then the write
         begins = [statement.strip() for statement in statements if statement.lstrip().upper().startswith("BEGIN")]
         assert begins == ["BEGIN IMMEDIATE", "BEGIN DEFERRED", "BEGIN IMMEDIATE", "BEGIN DEFERRED"], begins
     locks = [statement for statement in statements if "pg_advisory_xact_lock" in statement]
-    assert len(locks) == (2 if db_url.startswith("postgresql") else 0)  # next: the campaign; submit: the item
+    assert len(locks) == (1 if postgres else 0)  # next: the person's (no campaign-wide lock; submit: the item's row)
