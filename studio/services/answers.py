@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from studio.db import is_sqlite, lock_item
+from studio.db import lock_item
 from studio.errors import Conflict, InvalidInput
 from studio.models import AnswerPublic, UserPublic, utc_now
 from studio.services.answer_rows import answer_by_submission, earlier_answers, store_answer
@@ -45,7 +45,7 @@ from studio.services.queue import (
     own_lease,
     require_open,
 )
-from studio.services.queue_rows import CampaignState, item_row, live_lease_count
+from studio.services.queue_rows import CampaignState, live_lease_count
 from studio.services.stopping import pending_stop, record_stop
 from studio.services.targets import target_kind
 from studio.services.text import is_unicode, require_unicode
@@ -152,8 +152,13 @@ def _checked_request(
     submission: Submission,
     limits: AnswerLimits,
     live_rating: bool = False,
+    locked: bool = False,
 ) -> tuple[CampaignState, Any, dict[str, Any]]:
-    """Every check of a submit that only reads: text, seconds, campaign open, item and the answer values."""
+    """Every check of a submit that only reads: text, seconds, campaign open, item and the answer values.
+
+    ``locked``: the item's row is read as committed and locked until the transaction ends (PostgreSQL; see
+    :func:`studio.services.queue_rows.item_row`) — the submit's own decision; a retry's read-only check locks nothing.
+    """
     _check_request_text(submission.submission_id, submission.lease_id, submission.answers)
     client_seconds(submission.seconds_spent, None, limits.max_seconds_spent)  # refuse a bad value before the lock
     found = campaign_state(session, campaign)
@@ -161,7 +166,7 @@ def _checked_request(
     if not target_kind(found.schema.target).answered_in_queue and not live_rating:
         # A live session's rating comes after its conversation (studio.services.live_sessions.rate_session checks it).
         raise Conflict("item_id: a live-session campaign is rated at the end of its conversation, not item by item")
-    item = campaign_item(session, found, submission.item_id)
+    item = campaign_item(session, found, submission.item_id, locked=locked)
     return found, item, clean_values(found.schema, found, user, item, submission.answers, limits.max_text_chars)
 
 
@@ -186,16 +191,21 @@ def submit(
     it is read once the locks are held, so a wait for them does not leave it stale.
     """
     clock, item_id = now, submission.item_id
+    # The item's row lock (PostgreSQL; SQLite's write lock covers it all), taken as the item is read, serialises the
+    # submits of this item and every decision about its slots (handing out locks the row too); everything else above
+    # only reads. The lease is closed only if still open (_store), so a concurrent skip cannot make one slot count
+    # twice.
     found, item, values = _checked_request(
-        session, campaign=campaign, user=user, submission=submission, limits=limits, live_rating=live_rating
+        session,
+        campaign=campaign,
+        user=user,
+        submission=submission,
+        limits=limits,
+        live_rating=live_rating,
+        locked=True,
     )
-    # Everything above only reads. The item's row lock (PostgreSQL; SQLite's write lock covers it all) serialises the
-    # submits of this item and every decision about its slots (handing out locks the row too), and the row is read
-    # again as committed; the lease is closed only if still open (_store), so a concurrent skip cannot make one slot
-    # count twice.
     if live_rating:
         lock_item(session, item_id)  # a live session's turns take this lock: a rating waits for a turn under way
-    item = _locked(session, item)
     now = clock or utc_now()  # under the item's lock (SQLite: the write lock, taken at the first read above)
     retried, answered = earlier_answers(
         session, submission_id=submission.submission_id, item_id=item_id, user_id=user.id
@@ -232,17 +242,6 @@ def submit(
     if stop is not None:
         record_stop(session, campaign_id=found.id, item_id=item_id, stop=stop, at=now)
     return SubmitResult(created=True, answer=answer)
-
-
-def _locked(session: Session, item: Any) -> Any:
-    """``item`` (a row read earlier in this transaction) as committed now, its row locked until the transaction ends
-    (PostgreSQL). On SQLite the write lock taken at the transaction's first read already makes ``item`` current."""
-    if is_sqlite(session.get_bind()):
-        return item
-    locked = item_row(session, item.id, locked=True)
-    if locked is None:
-        raise Conflict(f"item_id: item {item.id} is gone")
-    return locked
 
 
 def answer_by_submission_id(session: Session, submission_id: str) -> AnswerPublic | None:

@@ -276,9 +276,10 @@ def own_lease(session: Session, campaign: CampaignState, user: UserPublic, item_
     return lease
 
 
-def campaign_item(session: Session, campaign: CampaignState, item_id: int) -> Any:
-    """The row of item ``item_id`` of the campaign; ``NotFound`` when the campaign has no such item."""
-    item = item_row(session, item_id)
+def campaign_item(session: Session, campaign: CampaignState, item_id: int, *, locked: bool = False) -> Any:
+    """The row of item ``item_id`` of the campaign; ``NotFound`` when the campaign has no such item. ``locked``: read
+    as committed and locked until the transaction ends (PostgreSQL, :func:`queue_rows.item_row`)."""
+    item = item_row(session, item_id, locked=locked)
     if item is None or item.campaign_id != campaign.id:
         raise NotFound(f"item_id: no item {item_id} in campaign {campaign.name!r}")
     return item

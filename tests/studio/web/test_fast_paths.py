@@ -383,8 +383,8 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
 
     next: caller, campaign, [the person's lock], live lease, next item (PostgreSQL: locked, SKIP LOCKED), the lease
     claimed if the item still has a slot (INSERT ... SELECT), the scenario (one write session; the "vote" campaign's
-    items are scenarios). submit: caller, submission (read session: not a retry); campaign, item, [the item's row
-    locked and read again], earlier answers (by submission_id or to this item), lease, then lease release + answer +
+    items are scenarios). submit: caller, submission (read session: not a retry); campaign, item (PostgreSQL: its
+    row locked as it is read), earlier answers (by submission_id or to this item), lease, then lease release + answer +
     item count (SQLite: three statements; PostgreSQL: one, with data-modifying CTEs) (write session). retry: caller,
     submission, campaign, item.
     """
@@ -407,7 +407,7 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
     ]
     postgres = db_url.startswith("postgresql")
     expected = (
-        {"SELECT": 5 + 7 + 4, "INSERT": 1, "UPDATE": 0, "WITH": 1}
+        {"SELECT": 5 + 6 + 4, "INSERT": 1, "UPDATE": 0, "WITH": 1}
         if postgres
         else {"SELECT": 5 + 6 + 4, "INSERT": 2, "UPDATE": 2, "WITH": 0}
     )
