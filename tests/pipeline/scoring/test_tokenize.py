@@ -8,7 +8,15 @@ import pytest
 from sacrebleu.tokenizers.tokenizer_re import TokenizerRegexp
 from sacrebleu.tokenizers.tokenizer_zh import TokenizerZh
 
-from pipeline.scoring.tokenize import PostTokenizer, ZhTokenizer, cjk_pattern, cjk_spacing_table, get_tokenizer
+from pipeline.scoring.tokenize import (
+    CJK_RANGES,
+    PostTokenizer,
+    ZhTokenizer,
+    cjk_pattern,
+    cjk_spacing_table,
+    get_tokenizer,
+    library_cjk_ranges,
+)
 from tests.pipeline.scoring.cases import NAMED_PAIRS, random_text
 
 
@@ -22,6 +30,43 @@ def test_cjk_class_equals_sacrebleu_on_the_whole_bmp_and_sampled_astral_planes()
     assert differing == []
     assert set(cjk_spacing_table()) == {code for code in codes if is_chinese(chr(code))}
     assert len(cjk_spacing_table()) > 20000
+
+
+def test_written_out_cjk_ranges_are_sacrebleus() -> None:
+    assert library_cjk_ranges() == CJK_RANGES
+    assert (0x4E00, 0x9FA5) in CJK_RANGES
+
+
+class _Untouchable:
+    """A rule pattern that fails the test when a rule runs at all."""
+
+    def sub(self, replacement: str, line: str) -> str:
+        raise AssertionError(f"a 13a rule ran on {line!r}")
+
+
+#: CJK, English, digits, whitespace, emoji and full-width punctuation: no ASCII punctuation mark.
+_NO_ASCII_PUNCTUATION = "我很开心今天公里ab XYZ09 \t\n😊🎉，。！？「」、—…ｗ１"
+
+
+def test_post_tokenizer_skips_its_rules_on_text_without_ascii_punctuation_with_the_same_output() -> None:
+    rng = random.Random(5)
+    library, ours, skipping = TokenizerRegexp(), PostTokenizer(), PostTokenizer()
+    skipping._rules = [(_Untouchable(), "") for _ in range(4)]  # type: ignore[misc]
+    for _ in range(2000):
+        line = "".join(rng.choice(_NO_ASCII_PUNCTUATION) for _ in range(rng.randint(0, 40)))
+        assert skipping(line) == ours(line) == library(line), repr(line)
+    assert ours("3.5 km, 好") == library("3.5 km, 好") == "3.5 km , 好"  # one mark: the rules run
+    with pytest.raises(AssertionError, match="a 13a rule ran"):
+        skipping("a-b")
+
+
+def test_zh_tokenizer_equals_sacrebleu_on_random_mixed_texts_with_and_without_punctuation() -> None:
+    rng = random.Random(13)
+    library, ours = TokenizerZh(), ZhTokenizer()
+    for _ in range(3000):
+        alphabet = _NO_ASCII_PUNCTUATION + ("" if rng.random() < 0.5 else ".,-'!()/:@[`{~")
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 50)))
+        assert ours.segment(text) == library(text), repr(text)
 
 
 def test_post_tokenizer_equals_sacrebleu_on_random_ascii_heavy_lines() -> None:
