@@ -15,6 +15,8 @@ carriage return, which some spreadsheets skip before one of those) is run as a f
 dataset text are untrusted. Such text cells get a leading apostrophe (the OWASP "CSV injection" advice), which
 spreadsheets display but do not evaluate. Numbers stay numbers: ``-1.5`` in a numeric column is not text.
 Every writer replaces the target atomically (temporary sibling + rename), so a crash never leaves half a file.
+numpy, pandas and ``pipeline.jsonl`` (pydantic) are imported inside the writers and readers: naming the formats
+(``h2h COMMAND --help``) loads none of them.
 """
 
 from __future__ import annotations
@@ -26,13 +28,12 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import numpy as np
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from pipeline.csvsafe import CSV_ENCODING, neutralise_cell
-from pipeline.jsonl import atomic_target, write_records
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 __all__ = [
     "FORMATS",
@@ -55,11 +56,11 @@ __all__ = [
 #: How a stream's column is typed where a format types columns (Parquet): ``text`` holds the value as it is (a string
 #: or null), ``json`` the value as text (:func:`cell_text`: numbers and lists as JSON), ``int`` / ``float`` numbers.
 ColumnKind = Literal["text", "json", "int", "float"]
-TableLike = pd.DataFrame | Sequence[Mapping[str, Any]]
-TableWriter = Callable[[pd.DataFrame, Path], Path]
+TableLike: TypeAlias = "pd.DataFrame | Sequence[Mapping[str, Any]]"
+TableWriter: TypeAlias = Callable[["pd.DataFrame", Path], Path]
 #: ``(rows, path, columns=..., kinds=...) -> rows written``; see :func:`write_rows`.
 RowWriter = Callable[..., int]
-TableReader = Callable[[Path], pd.DataFrame]
+TableReader: TypeAlias = Callable[[Path], "pd.DataFrame"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +164,8 @@ def write_table(data: TableLike, path: Path | str) -> Path:
 
     Raises ``ValueError`` for a suffix no format is registered for. Returns the path written.
     """
+    import pandas as pd
+
     target = Path(path)
     frame = data if isinstance(data, pd.DataFrame) else pd.DataFrame.from_records(list(data))
     return format_for(target).write_table(frame, target)
@@ -198,6 +201,9 @@ def cell_text(value: Any) -> str:
 
 def _json_safe(value: Any) -> Any:
     """Plain JSON values: NaN → null, numpy scalars → Python, tuples/arrays → lists, dates → ISO 8601."""
+    import numpy as np
+    import pandas as pd
+
     if isinstance(value, np.generic):
         value = value.item()
     if isinstance(value, float) and math.isnan(value):
@@ -216,6 +222,10 @@ def _json_safe(value: Any) -> Any:
 def write_csv(frame: pd.DataFrame, path: Path) -> Path:
     """Write ``frame`` as CSV (UTF-8 with a byte-order mark) without its index, every text cell and header passed
     through :func:`neutralise_cell`. Returns ``path``."""
+    import pandas as pd
+
+    from pipeline.jsonl import atomic_target
+
     safe = frame.copy()
     safe.columns = [neutralise_cell(str(column)) for column in safe.columns]
     for column in safe.columns:
@@ -228,6 +238,8 @@ def write_csv(frame: pd.DataFrame, path: Path) -> Path:
 
 def write_jsonl(frame: pd.DataFrame, path: Path) -> Path:
     """Write one JSON object per row (UTF-8, CJK unescaped, NaN as null) atomically. Returns ``path``."""
+    from pipeline.jsonl import write_records
+
     records = [{str(key): _json_safe(value) for key, value in row.items()} for row in frame.to_dict("records")]
     write_records(path, records)
     return path
@@ -235,6 +247,8 @@ def write_jsonl(frame: pd.DataFrame, path: Path) -> Path:
 
 def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
     """Write ``frame`` as Parquet through pyarrow, without the index. Returns ``path``."""
+    from pipeline.jsonl import atomic_target
+
     with atomic_target(path) as temporary:
         frame.reset_index(drop=True).to_parquet(temporary, engine="pyarrow", index=False)
     return path
@@ -243,6 +257,8 @@ def write_parquet(frame: pd.DataFrame, path: Path) -> Path:
 def write_csv_rows(rows: Iterable[Mapping[str, Any]], path: Path, *, columns: Sequence[str], **_: Any) -> int:
     """Stream rows as CSV (UTF-8 with a byte-order mark): a header of ``columns``, then every cell as text
     (:func:`cell_text`) through :func:`neutralise_cell`. Returns the number of rows."""
+    from pipeline.jsonl import atomic_target
+
     count = 0
     with atomic_target(path) as temporary, temporary.open("w", encoding=CSV_ENCODING, newline="") as handle:
         writer = csv.writer(handle)
@@ -255,6 +271,8 @@ def write_csv_rows(rows: Iterable[Mapping[str, Any]], path: Path, *, columns: Se
 
 def write_jsonl_rows(rows: Iterable[Mapping[str, Any]], path: Path, **_: Any) -> int:
     """Stream rows as JSONL, each as given (numbers, lists and nested values kept). Returns the number of rows."""
+    from pipeline.jsonl import write_records
+
     return write_records(path, (dict(row) for row in rows))
 
 
@@ -265,6 +283,8 @@ def write_parquet_rows(
     it. Returns the number of rows."""
     import pyarrow as pa
     import pyarrow.parquet as pq
+
+    from pipeline.jsonl import atomic_target
 
     types = {"text": pa.string(), "json": pa.string(), "int": pa.int64(), "float": pa.float64()}
     values: dict[str, list[Any]] = {column: [] for column in columns}
@@ -281,16 +301,22 @@ def write_parquet_rows(
 
 def read_csv(path: Path) -> pd.DataFrame:
     """Read a CSV export back (text cells keep their protective apostrophe; empty cells are missing)."""
+    import pandas as pd
+
     return pd.read_csv(path, encoding=CSV_ENCODING, keep_default_na=False, na_values=[""])
 
 
 def read_jsonl(path: Path) -> pd.DataFrame:
     """Read a JSONL export back, values as JSON typed them."""
+    import pandas as pd
+
     return pd.read_json(path, lines=True, dtype=False, encoding="utf-8")
 
 
 def read_parquet(path: Path) -> pd.DataFrame:
     """Read a Parquet export back."""
+    import pandas as pd
+
     return pd.read_parquet(path, engine="pyarrow")
 
 

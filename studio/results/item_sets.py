@@ -3,16 +3,18 @@
 By default the *complete* items — those with the answers aggregation counts (``studio.results.aggregate
 .complete_answers`` at the campaign's ``complete_at``) — or, when asked, every answered item; an :class:`ItemSet`
 says in words which set it is and how many answered items it leaves out.
+
+pandas is imported inside :func:`choose_items`, and ``studio.results.aggregate`` (workflows, pydantic) only where a
+quota is given: ``h2h agreement`` without ``--quota`` loads neither.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import pandas as pd
-
-from studio.results.aggregate import complete_answers
+if TYPE_CHECKING:
+    import pandas as pd
 
 #: The item sets agreement can be computed over: the complete items (the default) or every answered item.
 ITEM_SETS: tuple[str, ...] = ("complete", "all")
@@ -70,9 +72,15 @@ def choose_items(answers: pd.DataFrame, *, items: str = "complete", quota: int |
         raise ValueError(f"items: {items!r} is not one of {', '.join(ITEM_SETS)}")
     if items == "complete" and quota is None:
         raise ValueError("items: 'complete' needs the quota of answers that makes an item complete")
+    import pandas as pd
+
     pairs = answers.loc[:, ["item", "annotator"]].drop_duplicates()
     answered = pd.unique(pairs["item"])
-    complete = pd.unique(complete_answers(pairs, quota=quota)["item"]) if quota is not None else answered
+    complete = answered
+    if quota is not None:
+        from studio.results.aggregate import complete_answers  # workflows + pydantic: only where a quota is given
+
+        complete = pd.unique(complete_answers(pairs, quota=quota)["item"])
     kept = complete if items == "complete" else answered
     return ItemSet(
         rule="complete" if items == "complete" else "all",
