@@ -24,6 +24,7 @@ from pipeline.leaderboard import (
     item_values,
     select_rows,
 )
+from pipeline.leaderboard_cells import board_from_cells
 from pipeline.leaderboard_intervals import LeaderboardIntervals
 from pipeline.records import JUDGED_SUBTASKS
 from pipeline.results import judge_label
@@ -34,6 +35,7 @@ from studio.results.aggregate import complete_answers
 from studio.results.store_views import (
     SCORE_COLUMNS,
     campaign_answers,
+    leaderboard_cells,
     score_frame,
 )
 from studio.results.table_intervals import instruction_intervals, table3_intervals
@@ -177,14 +179,19 @@ def leaderboard(
     variant: str | None = None,
     signature: str | None = None,
     judge: str | None = None,
+    intervals: bool = True,
 ) -> LeaderboardView:
     """Paper Table 2 for one variant, score signature and judge: ``pipeline.leaderboard.build_leaderboard`` (the
     definition ``h2h leaderboard`` uses too) on the store's per-item rows (:func:`leaderboard_rows`), so a flagged
-    itinerary item counts once the experts adjudicated it and is pending until then.
+    itinerary item counts once the experts adjudicated it and is pending until then; with its bootstrap intervals and
+    rank fragility. ``intervals=False``: the table alone, summed in the store (:func:`leaderboard_table`, the same
+    numbers), without intervals or fragility.
 
     ``NotFound`` when the store holds no scores; ``InvalidInput`` when it holds several variants, signatures or judges
     and none was chosen (they never mix; see ``pipeline.leaderboard.select_rows``).
     """
+    if not intervals:
+        return leaderboard_table(session, variant=variant, signature=signature, judge=judge)
     rows = leaderboard_rows(session, variant=variant, columns=_BOARD_COLUMNS)
     if rows.empty and variant is not None:  # an unknown variant: select_rows names the ones present
         rows = leaderboard_rows(session, columns=_BOARD_COLUMNS)
@@ -199,6 +206,32 @@ def leaderboard(
         fragility=fragility,
         adjudicated=int(chosen["J_human"].notna().sum()),
         awaiting={str(model): int(n) for model, n in chosen.loc[awaiting, "model"].value_counts().items()},
+        applied={column: _sole_value(chosen, column) for column in ("variant", "signature", "judge")},
+    )
+
+
+def leaderboard_table(
+    session: Session, *, variant: str | None = None, signature: str | None = None, judge: str | None = None
+) -> LeaderboardView:
+    """:func:`leaderboard`'s table and coverage without intervals, from sums per (model, subtask, signature, judge)
+    computed in the store (``studio.results.store_views.leaderboard_cells``: one GROUP BY, no load of every score)
+    and ``pipeline.leaderboard_cells.board_from_cells``: the same numbers, choices and errors as :func:`leaderboard`."""
+    cells = leaderboard_cells(session, variant=variant)
+    if cells.empty and variant is not None:  # an unknown variant: select_rows names the ones present
+        cells = leaderboard_cells(session)
+    if cells.empty:
+        raise NotFound("scores: the store holds no scores; run h2h ingest first")
+    labels = [
+        None if model is None or pd.isna(model) else judge_label(model, version)
+        for model, version in zip(cells["judge_model"].tolist(), cells["judge_prompt_version"].tolist(), strict=True)
+    ]
+    cells = cells.assign(judge=pd.Series(labels, index=cells.index, dtype=object))
+    chosen = choose_rows(cells, variant=variant, signature=signature, judge=judge)
+    awaiting = chosen.groupby("model")["awaiting"].sum()
+    return LeaderboardView(
+        board=board_from_cells(chosen),
+        adjudicated=int(chosen["adjudicated"].sum()),
+        awaiting={str(model): int(n) for model, n in awaiting.items() if n},
         applied={column: _sole_value(chosen, column) for column in ("variant", "signature", "judge")},
     )
 
