@@ -11,7 +11,8 @@ Measured, in one run, on one store:
   different annotators on the sap_safety campaign (about 1,000,000 answers stored), then their submits
   (``studio.usecases.annotate.submit``): p50/p95/max;
 * Table 2: ``studio.services.research.leaderboard`` (what ``h2h export leaderboard`` and the Research page call) on
-  one variant (232,500 scores of the 465,000), and the score load alone;
+  one variant (232,500 scores of the 465,000); the table alone summed in the store (``leaderboard_table``) and, side
+  by side, from every item as before; the score load, and the intervals and fragility alone;
 * aggregation: ``studio.services.aggregation.aggregate`` of each campaign: its whole time, its write half (on SQLite
   the write lock every submit waits for) and, on SQLite, the longest a probe writer waited meanwhile (a process doing
   ``BEGIN IMMEDIATE; COMMIT`` every 50 ms);
@@ -124,22 +125,40 @@ def _limits() -> Any:
 
 def table2(engine: Engine, repeats: int) -> dict[str, list[float]]:
     """Table 2 of one variant ``repeats`` times (ms): the leaderboard use (the table, its bootstrap intervals and
-    fragility), the table alone (``pipeline.leaderboard.build_leaderboard`` on the store's rows) and the score load."""
+    fragility), the table alone as the store sums it (``studio.services.research.leaderboard_table``), the table
+    alone from every item (``pipeline.leaderboard.build_leaderboard`` on the store's rows: the way before it), the
+    score load of those rows, and the intervals and fragility alone (on rows loaded once beforehand)."""
     from pipeline.leaderboard import build_leaderboard
     from studio.db import read_session
-    from studio.services.research import _BOARD_COLUMNS, choose_rows, leaderboard, leaderboard_rows
+    from studio.services.research import _BOARD_COLUMNS, choose_rows, leaderboard, leaderboard_rows, leaderboard_table
+    from studio.services.research_intervals import leaderboard_uncertainty
+
+    with read_session(engine) as session:
+        chosen = choose_rows(leaderboard_rows(session, variant="with_sap", columns=_BOARD_COLUMNS), variant="with_sap")
 
     def whole(session: Any) -> None:
         leaderboard(session, variant="with_sap")
 
-    def table(session: Any) -> None:
+    def summed(session: Any) -> None:
+        leaderboard_table(session, variant="with_sap")
+
+    def per_item(session: Any) -> None:
         rows = leaderboard_rows(session, variant="with_sap", columns=_BOARD_COLUMNS)
         build_leaderboard(choose_rows(rows, variant="with_sap"))
 
     def load(session: Any) -> None:
         leaderboard_rows(session, variant="with_sap", columns=_BOARD_COLUMNS)
 
-    runs = {"Table 2 with intervals (leaderboard)": whole, "Table 2 alone (rows + board)": table, "  score load": load}
+    def intervals(session: Any) -> None:
+        leaderboard_uncertainty(session, chosen)
+
+    runs = {
+        "Table 2 with intervals (leaderboard)": whole,
+        "Table 2 alone (summed in store)": summed,
+        "Table 2 alone (rows+board, before)": per_item,
+        "  score load (rows)": load,
+        "  intervals + fragility": intervals,
+    }
     figures: dict[str, list[float]] = {name: [] for name in runs}
     for _ in range(repeats):
         for name, run in runs.items():
