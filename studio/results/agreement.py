@@ -10,7 +10,8 @@ Every figure of one campaign question is computed over one :class:`ItemSet` (:fu
 campaign's ``complete_at``) — and every report says which set it used and how many answered items it left out.
 Items are coded in one canonical order (:func:`item_order`) whatever type their labels arrive as, so the one
 bootstrap (:func:`studio.results.coincidence.bootstrap_alphas`) draws the same units for the same votes read from
-the store or from a file.
+the store or from a file. pandas is imported inside the functions that take DataFrames: a report of ratings coded
+without it (``studio.results.coded_ratings``, :func:`report_from_ratings`) never loads it.
 """
 
 from __future__ import annotations
@@ -18,10 +19,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from studio.results.coincidence import (
     LEVELS,
@@ -33,6 +33,9 @@ from studio.results.coincidence import (
 )
 from studio.results.defaults import DEFAULT_RESAMPLES
 from studio.results.item_sets import ItemSet, choose_items
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 COLUMNS: tuple[str, str, str] = ("item", "annotator", "value")
 #: Re-exported: the count-matrix statistics live in ``studio.results.coincidence``.
@@ -49,6 +52,7 @@ __all__ = [
     "gold_accuracy",
     "item_order",
     "percent_agreement",
+    "report_from_ratings",
 ]
 
 
@@ -108,11 +112,15 @@ def _is_missing(value: Any) -> bool:
         return True
     if isinstance(value, str):
         return value.strip() == ""
+    import pandas as pd
+
     return bool(pd.isna(value))
 
 
 def _value_domain(values: pd.Series, level: Level, value_order: Sequence[Any] | None) -> tuple[np.ndarray, np.ndarray]:
     """Return (domain, codes): the ordered distinct values and each answer's index into them."""
+    import pandas as pd
+
     if value_order is not None:
         domain = np.asarray(list(value_order), dtype=object)
         position = {value: index for index, value in enumerate(value_order)}
@@ -139,6 +147,8 @@ def item_order(items: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     order, so it must not depend on whether ids arrived as ``7`` or ``"7"`` (sorting those differently — "10"
     before "7" — once gave the store and a file different intervals for the same votes and seed).
     """
+    import pandas as pd
+
     raw_codes, raw = pd.factorize(items)  # distinct labels first: only they are turned into text (speed)
     text_codes, distinct = pd.factorize(pd.Series([str(label).strip() for label in raw], dtype=object))
     labels = np.asarray(distinct, dtype=object)
@@ -157,6 +167,8 @@ def code_ratings(frame: pd.DataFrame, *, level: Level, value_order: Sequence[Any
     allowed and map to codes in sorted order; ``ordinal`` labels need ``value_order``. Raises ``ValueError``
     when a column is absent, an (item, annotator) pair answers twice, or a value cannot serve the level.
     """
+    import pandas as pd
+
     if level not in LEVELS:
         raise ValueError(f"unknown level {level!r}; expected one of {', '.join(LEVELS)}")
     absent = [column for column in COLUMNS if column not in frame.columns]
@@ -223,6 +235,15 @@ def agreement_report(
     """
     chosen = item_set if item_set is not None else choose_items(frame, items="all", quota=None)
     ratings = code_ratings(chosen.select(frame), level=level, value_order=value_order)
+    return report_from_ratings(ratings, chosen, resamples=resamples, seed=seed, confidence=confidence)
+
+
+def report_from_ratings(
+    ratings: Ratings, item_set: ItemSet, *, resamples: int, seed: int, confidence: float = 0.95
+) -> AgreementReport:
+    """:func:`agreement_report` of answers already coded (:func:`code_ratings`, or
+    ``studio.results.coded_ratings.coded_ratings``) over the items of ``item_set``."""
+    level, chosen = ratings.level, item_set
     alpha, interval, alpha_note = _alpha_and_interval(ratings, resamples=resamples, seed=seed, confidence=confidence)
     kappa, kappa_note = fleiss_kappa(ratings.counts)
     return AgreementReport(
@@ -259,6 +280,8 @@ def annotator_agreement(
     near-unanimous crowd from flagging everyone a hair below the median.
     Columns: annotator, n_answers, n_scored, agreement, outlier.
     """
+    import pandas as pd
+
     rows = np.arange(len(ratings.value_codes))
     others = ratings.counts[ratings.item_codes].astype(np.int64)
     others[rows, ratings.value_codes] -= 1
@@ -310,6 +333,8 @@ def agreement_by_question(
     are skipped. ``value_orders`` gives ordered labels for ordinal label questions (a schema's option order).
     Multiple-choice answers (lists) have no single value: split them into one yes/no question per option first.
     """
+    import pandas as pd
+
     if "question" not in answers.columns:
         raise ValueError("missing column(s): question")
     chosen = item_set if item_set is not None else choose_items(answers, items="all", quota=None)
@@ -342,6 +367,8 @@ def gold_accuracy(frame: pd.DataFrame, gold: Mapping[Any, Any]) -> pd.DataFrame:
     ``frame`` is long form (item, annotator, value); items absent from ``gold`` and missing values are ignored.
     Columns: annotator, n_gold, n_correct, accuracy — annotators with no gold answer do not appear.
     """
+    import pandas as pd
+
     answered = frame.loc[frame["item"].isin(list(gold)) & ~frame["value"].map(_is_missing)]
     expected = answered["item"].map(lambda item: _normalise(gold[item]))
     correct = answered["value"].map(_normalise) == expected

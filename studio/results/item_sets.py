@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 if TYPE_CHECKING:
+    import numpy as np
     import pandas as pd
 
 #: The item sets agreement can be computed over: the complete items (the default) or every answered item.
@@ -62,16 +63,20 @@ class ItemSet:
         return frame[frame["item"].isin(list(self.items))]
 
 
+def _check_rule(items: str, quota: int | None) -> None:
+    if items not in ITEM_SETS:
+        raise ValueError(f"items: {items!r} is not one of {', '.join(ITEM_SETS)}")
+    if items == "complete" and quota is None:
+        raise ValueError("items: 'complete' needs the quota of answers that makes an item complete")
+
+
 def choose_items(answers: pd.DataFrame, *, items: str = "complete", quota: int | None) -> ItemSet:
     """Return the item set of ``answers`` (one row per answer, or per answer and question, with columns ``item``
     and ``annotator``): under ``complete`` the items with at least ``quota`` distinct annotators — the rule of
     :func:`studio.results.aggregate.complete_answers`, which aggregation, Table 3 and Fig. 7 use — under ``all``
     every item. Raises ``ValueError`` for another ``items`` or for ``complete`` without a quota.
     """
-    if items not in ITEM_SETS:
-        raise ValueError(f"items: {items!r} is not one of {', '.join(ITEM_SETS)}")
-    if items == "complete" and quota is None:
-        raise ValueError("items: 'complete' needs the quota of answers that makes an item complete")
+    _check_rule(items, quota)
     import pandas as pd
 
     pairs = answers.loc[:, ["item", "annotator"]].drop_duplicates()
@@ -89,3 +94,30 @@ def choose_items(answers: pd.DataFrame, *, items: str = "complete", quota: int |
         answered=len(answered),
         below_quota=len(answered) - len(complete),
     )
+
+
+def choose_coded_items(
+    *, labels: np.ndarray, pair_items: np.ndarray, items: str, quota: int | None
+) -> tuple[ItemSet, np.ndarray]:
+    """:func:`choose_items` for answers given as ``pair_items``, the codes into the sorted distinct item ``labels``
+    of every distinct (item, annotator) pair, in numpy alone: the same set (same items, in label order) for the same
+    pairs, and a mask over ``labels`` of the items in it. A votes file has no ``stopped`` column, so an item is
+    complete by its count of annotators alone."""
+    import numpy as np
+
+    _check_rule(items, quota)
+    per_item = np.bincount(pair_items, minlength=len(labels))
+    answered = np.flatnonzero(per_item > 0)
+    # complete_answers keeps every item where the quota is 1 or less
+    complete = answered if quota is None or quota <= 1 else answered[per_item[answered] >= quota]
+    kept = complete if items == "complete" else answered
+    chosen = ItemSet(
+        rule="complete" if items == "complete" else "all",
+        quota=quota,
+        items=tuple(labels[kept]),
+        answered=len(answered),
+        below_quota=len(answered) - len(complete),
+    )
+    mask = np.zeros(len(labels), dtype=bool)
+    mask[kept] = True
+    return chosen, mask
