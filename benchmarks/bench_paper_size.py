@@ -199,11 +199,13 @@ def probe_writer(engine: Engine, every_s: float = 0.05) -> Iterator[list[float]]
         figures.extend(float(value) for value in out.split())
 
 
-def aggregation(engine: Engine, campaign: str) -> dict[str, float]:
+def aggregation(engine: Engine, campaign: str, *, chunked: bool = True) -> dict[str, float]:
     """One ``aggregate`` run of ``campaign`` split as the service splits it: read half, write half (seconds), and on
-    SQLite the probe writer's longest wait (ms)."""
+    SQLite the probe writer's longest wait (ms). ``chunked``: the write half as ``aggregate`` does it, in short write
+    transactions (``studio.services.aggregation_chunks``); else in one write transaction (as the API route does)."""
     from studio.db import is_sqlite, read_session, write_session
     from studio.services.aggregation import answers_to_aggregate, write_aggregation
+    from studio.services.aggregation_chunks import write_in_chunks
 
     probe = probe_writer(engine) if is_sqlite(engine) else _no_probe()
     with probe as waits:
@@ -211,8 +213,11 @@ def aggregation(engine: Engine, campaign: str) -> dict[str, float]:
         with read_session(engine) as session:
             answers = answers_to_aggregate(session, campaign=campaign)
         locked = time.perf_counter()
-        with write_session(engine) as session:
-            write_aggregation(session, campaign=campaign, actor="aggregate", answers=answers)
+        if chunked:
+            write_in_chunks(engine, campaign=campaign, actor="aggregate", answers=answers)
+        else:
+            with write_session(engine) as session:
+                write_aggregation(session, campaign=campaign, actor="aggregate", answers=answers)
         finished = time.perf_counter()
     return {
         "total_s": finished - started,
@@ -289,16 +294,20 @@ def _measure(args: argparse.Namespace, size: PaperSize, work: Path) -> None:
         if "table2" in parts:
             for name, values in table2(engine, args.repeats).items():
                 print(_row(name, values))
-        for campaign in ("paper-vote", "paper-safety") if "aggregate" in parts else ():
-            figures = aggregation(engine, campaign)
+        for campaign, chunked in _AGGREGATE_RUNS if "aggregate" in parts else ():
+            figures = aggregation(engine, campaign, chunked=chunked)
             print(
-                f"aggregate {campaign:<24} whole {figures['total_s']:6.2f} s   write half {figures['write_s']:6.2f} s"
-                f"   probe writer's longest wait {figures['probe_max_ms']:7.1f} ms"
+                f"aggregate {campaign:<12} {'chunks' if chunked else 'one tx':<6} whole {figures['total_s']:6.2f} s"
+                f"   write half {figures['write_s']:6.2f} s   probe's longest wait {figures['probe_max_ms']:7.1f} ms"
             )
         for name, seconds in exports(engine, work).items() if "exports" in parts else ():
             print(f"{name:<34} {seconds:6.2f} s")
     finally:
         engine.dispose()
+
+
+#: The aggregation runs measured: each campaign's write half in one transaction, then in chunks (as ``aggregate``).
+_AGGREGATE_RUNS = (("paper-vote", False), ("paper-vote", True), ("paper-safety", False), ("paper-safety", True))
 
 
 def _stored(engine: Engine) -> str:

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 import pandas as pd
 from sqlalchemy import Engine, func, select
@@ -47,10 +47,14 @@ from studio.services.aggregation_scenarios import (
     AggregationSummary,
     FittedModels,
     Run,
+    ScenarioWrites,
     aggregate_criteria,
     aggregate_majority,
+    criteria_writes,
     crowd_models,
+    majority_writes,
     table_records,
+    write_all,
 )
 from studio.services.content import pair_is_swapped
 from studio.services.progress import complete_at
@@ -224,18 +228,39 @@ _HANDLERS: dict[type, Callable[[Run, Any], None]] = {
 _REPORT_ONLY: tuple[type, ...] = (MeanRule, PairwiseRule)
 #: A report-only campaign's summary, finished in the read half, with the campaign's :func:`_state` it was made in.
 Report = tuple[tuple[str, bool], AggregationSummary]
+#: The rules that decide scenarios, and what works out their writes without writing (in the read half).
+_WRITERS: dict[type, Callable[[Run, Any], ScenarioWrites | None]] = {
+    MajorityRule: majority_writes,
+    CriteriaRule: criteria_writes,
+}
+
+
+class Planned(NamedTuple):
+    """A scenario-deciding campaign's run as the read half worked it out: the campaign's :func:`plan_key` then, the
+    summary (but for what writing finds: ``changed``, ``statuses``, ``labels``, review items) and the writes."""
+
+    key: tuple[str, bool, int]
+    summary: AggregationSummary
+    writes: ScenarioWrites
+
+
+def plan_key(campaign: Campaign) -> tuple[str, bool, int]:
+    """What a planned run depends on besides the answers: :func:`_state` and the quota that decides an item."""
+    return (*_state(campaign), complete_at(campaign))
 
 
 class AnswersRead(dict[str, pd.DataFrame]):
     """What the read half of a run found (:func:`answers_to_aggregate`): the answers by campaign name, a plain
     ``dict`` of them to whoever passes it on, and beside them each campaign's crowd models (``models``: name →
     :class:`~studio.services.aggregation_scenarios.FittedModels`), fitted on its decided items in the read session,
-    and the finished summary of each campaign whose rule only reports (``reports``: name → :data:`Report`)."""
+    the finished summary of each campaign whose rule only reports (``reports``: name → :data:`Report`) and the writes
+    worked out for each campaign whose rule decides scenarios (``plans``: name → :class:`Planned`)."""
 
     def __init__(self) -> None:
         super().__init__()
         self.models: dict[str, FittedModels] = {}
         self.reports: dict[str, Report] = {}
+        self.plans: dict[str, Planned] = {}
 
 
 def _run_rule(
@@ -243,6 +268,22 @@ def _run_rule(
 ) -> AggregationSummary:
     """Aggregate ``campaign``'s complete items by its schema's rule and return the filled-in summary; the crowd models
     are ``fitted`` where they were fitted on these very items, else fitted here."""
+    run, rule = _prepared(session, campaign, answers=answers, fitted=fitted)
+    _HANDLERS[type(rule)](run, rule)
+    return run.summary
+
+
+def _plan_rule(session: Session, campaign: Campaign, *, answers: pd.DataFrame, fitted: FittedModels) -> Planned:
+    """What :func:`_run_rule` would write for a scenario-deciding rule, worked out without writing."""
+    run, rule = _prepared(session, campaign, answers=answers, fitted=fitted)
+    writes = _WRITERS[type(rule)](run, rule)
+    return Planned(plan_key(campaign), run.summary, writes or ScenarioWrites({}))
+
+
+def _prepared(
+    session: Session, campaign: Campaign, *, answers: pd.DataFrame | None, fitted: FittedModels | None
+) -> tuple[Run, Any]:
+    """The run of ``campaign``'s rule on its complete items (summary begun, models fitted), and the rule."""
     schema = campaign_schema(campaign)
     rule = schema.aggregation
     answers = campaign_answers(session, campaign) if answers is None else answers
@@ -252,8 +293,7 @@ def _run_rule(
     summary = _summary(campaign, rule.rule, answers, complete)
     stopping = f" {schema.stopping.statement()}" if schema.stopping else ""
     summary.statement = rule.statement() + stopping + _closed_words(campaign, summary.below_quota)
-    _HANDLERS[type(rule)](Run(session, campaign, schema, complete, summary, fitted.table), rule)
-    return summary
+    return Run(session, campaign, schema, complete, summary, fitted.table), rule
 
 
 def aggregate_campaign(
@@ -264,6 +304,7 @@ def aggregate_campaign(
     answers: pd.DataFrame | None = None,
     fitted: FittedModels | None = None,
     reported: Report | None = None,
+    planned: Planned | None = None,
 ) -> AggregationSummary:
     """Aggregate one campaign by its schema snapshot's rule and write the outcome (see the module docstring).
 
@@ -271,15 +312,26 @@ def aggregate_campaign(
     checked by ``studio.usecases.curate``). ``answers``: the campaign's answers as :func:`answers_to_aggregate` read
     them (default: read them here); ``fitted``: the crowd models it fitted on them (default, or fitted on other
     items: fitted here); ``reported``: the summary the read half finished for a report-only rule (used as is unless the
-    campaign was opened, closed or reclosed since). Idempotent: a second run over the same answers reports
+    campaign was opened, closed or reclosed since); ``planned``: the writes it worked out for a scenario-deciding rule
+    (written as they are, on the same condition). Idempotent: a second run over the same answers reports
     ``changed == 0``.
     ``NotFound`` for an unknown campaign.
     """
     found = get_campaign(session, campaign)
     if reported is not None and reported[0] == _state(found):
         summary = reported[1]
+    elif planned is not None and planned.key == plan_key(found):
+        summary = planned.summary.model_copy(deep=True)
+        write_all(session, found, planned.writes, summary)
     else:
         summary = _run_rule(session, found, answers=answers, fitted=fitted)
+    audit_aggregation(session, found, summary, actor=actor)
+    return summary
+
+
+def audit_aggregation(session: Session, campaign: Campaign, summary: AggregationSummary, *, actor: str) -> None:
+    """Log a run that changed anything in the audit log (and in the log)."""
+    found = campaign
     if summary.changed:
         session.add(
             AuditLog(
@@ -292,7 +344,6 @@ def aggregate_campaign(
         )
         session.flush()
     logger.info("aggregated %s: %d answers, %d changed", found.name, summary.answers, summary.changed)
-    return summary
 
 
 def aggregate_all(
@@ -311,11 +362,7 @@ def aggregate_all(
             return summaries
         for campaign_id, name in todo:
             done.add(campaign_id)
-            read = (answers or {}).get(name)
-            fitted, reported = _fitted(answers, name), _reported(answers, name)
-            summaries.append(
-                aggregate_campaign(session, campaign=name, actor=actor, answers=read, fitted=fitted, reported=reported)
-            )
+            summaries.append(_aggregate_read(session, campaign=name, actor=actor, answers=answers))
 
 
 def _state(campaign: Campaign) -> tuple[str, bool]:
@@ -327,6 +374,17 @@ def _state(campaign: Campaign) -> tuple[str, bool]:
 def _reported(answers: Mapping[str, pd.DataFrame] | None, name: str) -> Report | None:
     """The report the read half finished for campaign ``name``, if ``answers`` came from it."""
     return answers.reports.get(name) if isinstance(answers, AnswersRead) else None
+
+
+def _aggregate_read(
+    session: Session, *, campaign: str, actor: str, answers: Mapping[str, pd.DataFrame] | None
+) -> AggregationSummary:
+    """:func:`aggregate_campaign` of ``campaign`` with what the read half found for it in ``answers`` (if anything)."""
+    read, fitted, reported = (answers or {}).get(campaign), _fitted(answers, campaign), _reported(answers, campaign)
+    planned = answers.plans.get(campaign) if isinstance(answers, AnswersRead) else None
+    return aggregate_campaign(
+        session, campaign=campaign, actor=actor, answers=read, fitted=fitted, reported=reported, planned=planned
+    )
 
 
 def _fitted(answers: Mapping[str, pd.DataFrame] | None, name: str) -> FittedModels | None:
@@ -351,21 +409,24 @@ def answers_to_aggregate(session: Session, *, campaign: str | None = None) -> An
         if isinstance(schema.aggregation, _REPORT_ONLY):
             summary = _run_rule(session, found, answers=read[name], fitted=read.models[name])
             read.reports[name] = (_state(found), summary)
+        elif type(schema.aggregation) in _WRITERS:
+            read.plans[name] = _plan_rule(session, found, answers=read[name], fitted=read.models[name])
     return read
 
 
 def aggregate(engine: Engine, *, campaign: str | None = None, actor: str = "aggregate") -> list[AggregationSummary]:
-    """Aggregate ``campaign`` (every campaign when None): answers read first, then one write transaction.
+    """Aggregate ``campaign`` (every campaign when None): answers read and the writes worked out first, then written
+    in short write transactions (:mod:`studio.services.aggregation_chunks`).
 
     The same outcome as :func:`aggregate_campaign` / :func:`aggregate_all` in one write session, with the write lock
-    held only for the rules and the writes (see the module docstring).
+    held only for a chunk's writes at a time (see the module docstring).
     """
-    from studio.db import read_session, write_session
+    from studio.db import read_session
+    from studio.services.aggregation_chunks import write_in_chunks
 
     with read_session(engine) as session:
         answers = answers_to_aggregate(session, campaign=campaign)
-    with write_session(engine) as session:
-        return write_aggregation(session, campaign=campaign, actor=actor, answers=answers)
+    return write_in_chunks(engine, campaign=campaign, actor=actor, answers=answers)
 
 
 def write_aggregation(
@@ -375,8 +436,5 @@ def write_aggregation(
     crowd models are used as fitted and whose report-only summaries as finished; other answers have theirs fitted
     and run here)."""
     if campaign is not None:
-        read, fitted, reported = answers[campaign], _fitted(answers, campaign), _reported(answers, campaign)
-        return [
-            aggregate_campaign(session, campaign=campaign, actor=actor, answers=read, fitted=fitted, reported=reported)
-        ]
+        return [_aggregate_read(session, campaign=campaign, actor=actor, answers=answers)]
     return aggregate_all(session, actor=actor, answers=answers)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -120,31 +120,82 @@ def crowd_models(complete: pd.DataFrame, *, schema: WorkflowSchema) -> FittedMod
     return FittedModels(model_table(long, rule=rule, question=choice_ids[0]) if choice_ids else None, items)
 
 
+@dataclass(frozen=True)
+class ScenarioWrites:
+    """The sides a scenario-deciding run writes, worked out before the write lock is taken: scenario id → columns
+    (:func:`studio.services.scenario_status.write_sides`), the scenarios to open for expert review (``to_review``,
+    ``first`` of them ahead of the others) and the classification's action (its ``label_action`` follows each
+    scenario's subtask as stored when it is written: :func:`write_chunk`)."""
+
+    updates: dict[str, dict[str, Any]]
+    to_review: list[str] = field(default_factory=list)
+    first: list[str] = field(default_factory=list)
+    action: str | None = None
+
+
 def aggregate_majority(run: Run, rule: MajorityRule) -> None:
     """Crowd vote: the first single-choice question's majority decides (a tie or low agreement on any voted question
     but the classification sends the item to expert review); the classification question's strict majority is
     applied or flagged (:class:`studio.rules.Classification`). The models beside it come fitted in ``run.models``."""
+    writes = majority_writes(run, rule)
+    if writes is not None:
+        apply_writes(run, writes)
+
+
+def majority_writes(run: Run, rule: MajorityRule) -> ScenarioWrites | None:
+    """What :func:`aggregate_majority` writes, computed without writing (None when it writes nothing; a run on
+    other targets than scenarios gets its table in ``run.summary``)."""
     long = answers_by_question(run.complete, run.schema)
     choice_ids = _choice_questions(long, run.schema, rule)
     if not choice_ids:
-        return
+        return None
     min_share = rule.min_agreement if rule.min_agreement is not None else 0.0
     per_question = [
         crowd_majority(long.loc[long["question"] == q, ["item", "value"]], min_share=min_share) for q in choice_ids
     ]
     if run.campaign.target_kind != "scenario":
         run.summary.table = table_records(per_question[0])
-        return
+        return None
     # Under a model's rule the model names a label for every item: the majority's tie / low share on the decision
     # question disputes nothing (it is shown beside, and flagged 'models disagree' where it differs).
     flags = [frame.set_index("item")["needs_expert_review"] for frame in per_question]
     flags = flags if rule.rule == "majority" else flags[1:]
     disputed = pd.concat(flags, axis=1).fillna(False).astype(bool).any(axis=1).to_dict() if flags else {}
     updates = _crowd_updates(run, rule, per_question[0], disputed, long, choice_ids[0])
-    run.summary.changed, statuses = write_sides(run.session, updates)
-    run.summary.statuses = dict(statuses)
-    run.summary.labels = dict(Counter(v["label_action"] for v in updates.values() if v["label_action"]))
-    _open_reviews(run, rule, updates)
+    to_review, first = _to_review(rule, updates)
+    action = rule.classification.action if rule.classification else None
+    return ScenarioWrites(updates, to_review, first, action)
+
+
+def write_chunk(session: Session, writes: ScenarioWrites, scenario_ids: list[str]) -> tuple[int, Counter[str]]:
+    """Write the sides of ``scenario_ids`` (of ``writes``) in ``session``; return the rows created or changed and the
+    statuses they have now. The classification's ``label_action`` is worked out here, on the subtasks as stored now
+    (a curator may have changed one since the answers were read)."""
+    chunk = {sid: writes.updates[sid] for sid in scenario_ids}
+    if writes.action is not None:
+        subtasks = _subtasks(session, sorted(chunk))
+        for sid, values in chunk.items():
+            current = subtasks.get(sid, "")
+            values["label_action"] = label_action(label=values["crowd_label"], current=current, action=writes.action)
+    return write_sides(session, chunk)
+
+
+def apply_writes(run: Run, writes: ScenarioWrites) -> None:
+    """Write all of ``writes`` in ``run.session`` and open its review items there, filling in ``run.summary``."""
+    write_all(run.session, run.campaign, writes, run.summary)
+
+
+def write_all(session: Session, campaign: Campaign, writes: ScenarioWrites, summary: AggregationSummary) -> None:
+    """Write all of ``writes`` in ``session`` and open its review items there, filling in ``summary``."""
+    summary.changed, statuses = write_chunk(session, writes, list(writes.updates))
+    summary.statuses = dict(statuses)
+    summary.labels = labels_of(writes)
+    open_reviews(session, campaign, writes, summary)
+
+
+def labels_of(writes: ScenarioWrites) -> dict[str, int]:
+    """How many scenarios each classification action applies to (as last written)."""
+    return dict(Counter(v["label_action"] for v in writes.updates.values() if v.get("label_action")))
 
 
 def model_table(long: pd.DataFrame, *, rule: MajorityRule, question: str) -> pd.DataFrame | None:
@@ -176,17 +227,24 @@ def _model_fields(models: dict[Any, dict[Any, Any]], item: Any) -> dict[str, Any
     return {"models": decided, "models_disagree": bool(row["models_disagree"])}
 
 
-def _open_reviews(run: Run, rule: MajorityRule, updates: dict[str, dict[str, Any]]) -> None:
-    """Open expert-review items: disputed scenarios (where the rule sends them) and every scenario whose models
-    disagree (the rule's statement says they go to expert review first: they are put ahead of the others)."""
+def _to_review(rule: MajorityRule, updates: dict[str, dict[str, Any]]) -> tuple[list[str], list[str]]:
+    """The scenarios to open for expert review: disputed ones (where the rule sends them) and every scenario whose
+    models disagree (the rule's statement says they go to expert review first: they are put ahead of the others);
+    returns (all of them, those to put first)."""
     disagreeing = sorted(sid for sid, values in updates.items() if values["crowd"]["models_disagree"])
     disputed = sorted(sid for sid, values in updates.items() if values["crowd"]["disputed"])
     to_review = disagreeing + [sid for sid in disputed if sid not in disagreeing and rule.on_tie == "expert_review"]
-    if not to_review:
+    return to_review, disagreeing
+
+
+def open_reviews(session: Session, campaign: Campaign, writes: ScenarioWrites, summary: AggregationSummary) -> None:
+    """Open the expert-review items of ``writes`` (:func:`studio.services.review.open_review_items`), counted in
+    ``summary``."""
+    if not writes.to_review:
         return
-    opened = open_review_items(run.session, run.campaign, to_review, first=disagreeing)
-    run.summary.review_campaign, run.summary.review_items_opened = opened.campaign, opened.added
-    run.summary.changed += opened.added + opened.moved
+    opened = open_review_items(session, campaign, writes.to_review, first=writes.first)
+    summary.review_campaign, summary.review_items_opened = opened.campaign, opened.added
+    summary.changed += opened.added + opened.moved
 
 
 def _subtasks(session: Session, scenario_ids: list[str]) -> dict[str, str]:
@@ -207,7 +265,6 @@ def _crowd_updates(
     counts = _counts(long, question)
     labels = _counts(long, classification.question) if classification else {}
     scenario_ids = scenario_of(run.complete)
-    subtasks = _subtasks(run.session, sorted(set(scenario_ids.values()))) if classification else {}
     fixed = _side_fields(run, rule, question)
     updates: dict[str, dict[str, Any]] = {}
     models = _model_rows(run.models)
@@ -223,7 +280,6 @@ def _crowd_updates(
             label_counts=labels.get(item, {}),
         )
         label = strict_majority(side.label_counts) if classification else None
-        current = subtasks.get(scenario_id, "")
         updates[scenario_id] = {
             "crowd": side.to_store(),
             "crowd_decision": decision,
@@ -231,9 +287,7 @@ def _crowd_updates(
             "crowd_agreement": agreement(votes=int(row["votes"]), top_share=float(row["top_share"])),
             "models_disagree": side.models_disagree,
             "crowd_label": label,
-            "label_action": label_action(label=label, current=current, action=classification.action)
-            if classification
-            else None,
+            "label_action": None,  # set on the stored subtask by write_chunk
         }
     return updates
 
@@ -259,6 +313,13 @@ def _published(rule: MajorityRule, row: Mapping[Any, Any], beside: Mapping[str, 
 
 def aggregate_criteria(run: Run, rule: CriteriaRule) -> None:
     """Expert review: majority per criterion gives the panel's outcome (its side); the status follows both sides."""
+    writes = criteria_writes(run, rule)
+    if writes is not None:
+        apply_writes(run, writes)
+
+
+def criteria_writes(run: Run, rule: CriteriaRule) -> ScenarioWrites | None:
+    """What :func:`aggregate_criteria` writes, computed without writing (None when it writes nothing)."""
     complete = run.complete
     rows = [
         (item, reviewer, criterion, values[criterion])
@@ -267,7 +328,7 @@ def aggregate_criteria(run: Run, rule: CriteriaRule) -> None:
         if values.get(criterion) not in (None, "")
     ]
     if not rows or run.campaign.target_kind != "scenario":
-        return
+        return None
     verdicts = expert_review_status(
         pd.DataFrame(rows, columns=["item", "reviewer", "criterion", "passed"]), criteria=rule.criteria
     )
@@ -283,5 +344,4 @@ def aggregate_criteria(run: Run, rule: CriteriaRule) -> None:
             with_crowd=rule.with_crowd,
         )
         updates[scenario_ids[row["item"]]] = {"experts": side.to_store(), "expert_verdicts": side.verdicts}
-    run.summary.changed, statuses = write_sides(run.session, updates)
-    run.summary.statuses = dict(statuses)
+    return ScenarioWrites(updates)

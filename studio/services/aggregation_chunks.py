@@ -1,0 +1,117 @@
+"""The write half of :func:`studio.services.aggregation.aggregate` in short transactions, so that no submit waits long.
+
+On SQLite every submit waits for the one write lock. The read half (:func:`~studio.services.aggregation.
+answers_to_aggregate`) has already worked out every side a scenario-deciding campaign writes and the review items it
+opens (:class:`~studio.services.aggregation.Planned`); here they are written ``chunk`` scenarios at a time, each chunk
+its own write transaction, then the review items and the audit entry in a last one. Each transaction first checks
+that the campaign is in the state the plan was made in (its status, closing choice and quota: the answers that count
+as decided); if it was opened or closed in between, the rest of the campaign is aggregated the way
+:func:`~studio.services.aggregation.aggregate_campaign` does it, in one write transaction.
+
+The outcome is the one-transaction run's: writes compare first, each chunk reads the status rows (a curator's
+decision stands) and the subtasks (the classification's action) as they are stored when it writes them, and answers
+stored after the read half count at the next run, as they do for the one-transaction run. Campaigns that decide
+nothing (report-only rules, adjudication) are run as before: in one write transaction, their reports made in the read
+half.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from typing import Any
+
+from sqlalchemy import Engine, select
+from sqlmodel import col
+
+from studio.db import read_session, write_session
+from studio.models import Campaign
+from studio.services.aggregation import (
+    AggregationSummary,
+    AnswersRead,
+    Planned,
+    aggregate_campaign,
+    audit_aggregation,
+    plan_key,
+)
+from studio.services.aggregation_scenarios import labels_of, open_reviews, write_chunk
+from studio.services.queue import get_campaign
+
+__all__ = ["CHUNK", "write_in_chunks"]
+
+logger = logging.getLogger(__name__)
+
+#: Scenarios written per write transaction: about 0.1 s of SQLite's write lock each at the paper's size.
+CHUNK = 500
+
+
+def write_in_chunks(
+    engine: Engine, *, campaign: str | None, actor: str, answers: AnswersRead, chunk: int | None = None
+) -> list[AggregationSummary]:
+    """Write what ``answers`` (of :func:`~studio.services.aggregation.answers_to_aggregate`) decides for ``campaign``
+    (every campaign when None, oldest first; review campaigns opened on the way are aggregated too), in short write
+    transactions of ``chunk`` scenarios (default :data:`CHUNK`; see the module docstring); the summaries equal the
+    one-transaction run's."""
+    size = chunk or CHUNK
+    summaries: list[AggregationSummary] = []
+    done: set[int] = set()
+    while True:
+        pending: list[tuple[Any, Any]]
+        with read_session(engine) as session:
+            if campaign is not None:
+                pending = [(get_campaign(session, campaign).id, campaign)]
+            else:
+                pending = list(session.execute(select(col(Campaign.id), col(Campaign.name)).order_by(col(Campaign.id))))
+        todo = [(int(cid), str(name)) for cid, name in pending if cid not in done]
+        if not todo:
+            return summaries
+        for campaign_id, name in todo:
+            done.add(campaign_id)
+            summaries.append(_write_campaign(engine, name=name, actor=actor, answers=answers, chunk=size))
+
+
+def _write_campaign(engine: Engine, *, name: str, actor: str, answers: AnswersRead, chunk: int) -> AggregationSummary:
+    """One campaign's write half: its plan in chunks where it has one, else (or when the campaign's state changed
+    meanwhile) the one-transaction run."""
+    planned, written = answers.plans.get(name), 0
+    if planned is not None and (planned.writes.updates or planned.writes.to_review):
+        summary, written = _write_planned(engine, name=name, planned=planned, actor=actor, chunk=chunk)
+        if summary is not None:
+            return summary
+        logger.info("campaign %s changed state during aggregation: the rest is aggregated in one transaction", name)
+        planned = None
+    with write_session(engine) as session:
+        summary = aggregate_campaign(
+            session,
+            campaign=name,
+            actor=actor,
+            answers=answers.get(name),
+            fitted=answers.models.get(name),
+            reported=answers.reports.get(name),
+            planned=planned,
+        )
+    summary.changed += written
+    return summary
+
+
+def _write_planned(
+    engine: Engine, *, name: str, planned: Planned, actor: str, chunk: int
+) -> tuple[AggregationSummary | None, int]:
+    """Write ``planned`` in chunks; return its summary (None when the campaign's state changed since the plan) and the
+    rows the chunks changed."""
+    ids, changed, statuses = list(planned.writes.updates), 0, Counter[str]()
+    for start in range(0, len(ids), max(1, chunk)):
+        with write_session(engine) as session:
+            if plan_key(get_campaign(session, name)) != planned.key:
+                return None, changed
+            rows, now = write_chunk(session, planned.writes, ids[start : start + chunk])
+        changed, statuses = changed + rows, statuses + now
+    with write_session(engine) as session:
+        found = get_campaign(session, name)
+        if plan_key(found) != planned.key:
+            return None, changed
+        summary = planned.summary.model_copy(deep=True)
+        summary.changed, summary.statuses, summary.labels = changed, dict(statuses), labels_of(planned.writes)
+        open_reviews(session, found, planned.writes, summary)
+        audit_aggregation(session, found, summary, actor=actor)
+    return summary, changed
