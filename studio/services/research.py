@@ -199,10 +199,10 @@ def leaderboard(
         raise NotFound("scores: the store holds no scores; run h2h ingest first")
     chosen = choose_rows(rows, variant=variant, signature=signature, judge=judge)
     awaiting = awaiting_adjudication(chosen) & item_values(chosen).isna()
-    intervals, fragility = leaderboard_uncertainty(session, chosen)
+    bounds, fragility = leaderboard_uncertainty(session, chosen)
     return LeaderboardView(
-        board=intervals.board,
-        intervals=intervals,
+        board=bounds.board,
+        intervals=bounds,
         fragility=fragility,
         adjudicated=int(chosen["J_human"].notna().sum()),
         awaiting={str(model): int(n) for model, n in chosen.loc[awaiting, "model"].value_counts().items()},
