@@ -116,9 +116,11 @@ def _rater_deltas(cell: pd.DataFrame, *, resamples: int, rng: np.random.Generato
     if cell.empty or "J_human_scores" not in cell or cell["subtask"].iloc[0] not in JUDGED_SUBTASKS:
         return none
     s_values = pd.to_numeric(cell["S"], errors="coerce").to_numpy(dtype=float)
+    listed = cell["J_human_scores"].to_numpy(dtype=object)
     positions, deltas = [], []
-    for position, scores in enumerate(cell["J_human_scores"].tolist()):
-        if not isinstance(scores, list | tuple | np.ndarray) or len(scores) == 0 or np.isnan(s_values[position]):
+    for position in np.flatnonzero(cell["J_human_scores"].notna().to_numpy()):  # row order; skips the many None
+        scores = listed[position]
+        if not _has_scores(scores) or np.isnan(s_values[position]):
             continue
         experts = np.asarray(scores, dtype=float)
         j_human = np.median(experts[draw_indices(len(experts), resamples=resamples, rng=rng)], axis=1)
@@ -139,7 +141,11 @@ def _paired_cell(
     np.add.at(values, (model_of, unit_of), cell["value"].to_numpy(dtype=float))
     np.add.at(present, (model_of, unit_of), 1.0)
     weights = draw_counts(len(units), resamples=resamples, rng=rng)
-    sums, counts = values @ weights.T, present @ weights.T
+    sums = values @ weights.T
+    if (present == 1.0).all():  # each model counted once per scenario: a replicate's count is its draw's size
+        counts = np.repeat(weights.sum(axis=1)[None, :], len(models), axis=0)  # exact integers: what @ gives
+    else:
+        counts = present @ weights.T
     positions, deltas = _rater_deltas(cell, resamples=resamples, rng=rng)
     if deltas.any():
         np.add.at(sums, model_of[positions], deltas * weights[:, unit_of[positions]].T)
@@ -233,7 +239,7 @@ def leaderboard_intervals(
     low, high = np.where(np.isnan(point), np.nan, low), np.where(np.isnan(point), np.nan, high)
     rank, rank_low, rank_high = _rank_ranges(replicates[:, -1], point[:, -1], confidence=confidence)
     frame = {"model": models}
-    raters = "J_human_scores" in counted and bool(counted["J_human_scores"].map(_has_scores).any())
+    raters = "J_human_scores" in counted and bool(counted["J_human_scores"].dropna().map(_has_scores).any())
     return LeaderboardIntervals(
         board=board,
         lower=pd.DataFrame({**frame, **dict(zip(COLUMNS[1:], low.T, strict=True))}),
