@@ -3,7 +3,8 @@
 On SQLite every submit waits for the one write lock. The read half (:func:`~studio.services.aggregation.
 answers_to_aggregate`) has already worked out every side a scenario-deciding campaign writes and the review items it
 opens (:class:`~studio.services.aggregation.Planned`); here they are written ``chunk`` scenarios at a time, each chunk
-its own write transaction, then the review items and the audit entry in a last one. Each transaction first checks
+its own write transaction (on SQLite with a short pause between them, so that a waiting submit gets the lock), then
+the review items and the audit entry in a last one. Each transaction first checks
 that the campaign is in the state the plan was made in (its status, closing choice and quota: the answers that count
 as decided); if it was opened or closed in between, the rest of the campaign is aggregated the way
 :func:`~studio.services.aggregation.aggregate_campaign` does it, in one write transaction.
@@ -18,13 +19,14 @@ half.
 from __future__ import annotations
 
 import logging
+import time
 from collections import Counter
 from typing import Any
 
 from sqlalchemy import Engine, select
 from sqlmodel import col
 
-from studio.db import read_session, write_session
+from studio.db import is_sqlite, read_session, write_session
 from studio.models import Campaign
 from studio.services.aggregation import (
     AggregationSummary,
@@ -41,8 +43,12 @@ __all__ = ["CHUNK", "write_in_chunks"]
 
 logger = logging.getLogger(__name__)
 
-#: Scenarios written per write transaction: about 0.1 s of SQLite's write lock each at the paper's size.
+#: Scenarios written per write transaction: about 20 ms of SQLite's write lock each at the paper's size.
 CHUNK = 500
+#: The pause between two write transactions on SQLite. A waiting writer's busy handler polls the lock at growing
+#: intervals (1, 2, 5, 10, 15, 20, 25 ms ...): back-to-back transactions would leave it gaps it mostly misses, so it
+#: would wait for the whole write half after all; a gap longer than its polling interval lets it in at its next poll.
+PAUSE_S = 0.03
 
 
 def write_in_chunks(
@@ -94,6 +100,12 @@ def _write_campaign(engine: Engine, *, name: str, actor: str, answers: AnswersRe
     return summary
 
 
+def _let_writers_in(engine: Engine) -> None:
+    """On SQLite, pause (:data:`PAUSE_S`) so that a writer waiting for the lock takes it before the next chunk."""
+    if is_sqlite(engine):
+        time.sleep(PAUSE_S)
+
+
 def _write_planned(
     engine: Engine, *, name: str, planned: Planned, actor: str, chunk: int
 ) -> tuple[AggregationSummary | None, int]:
@@ -106,6 +118,7 @@ def _write_planned(
                 return None, changed
             rows, now = write_chunk(session, planned.writes, ids[start : start + chunk])
         changed, statuses = changed + rows, statuses + now
+        _let_writers_in(engine)
     with write_session(engine) as session:
         found = get_campaign(session, name)
         if plan_key(found) != planned.key:

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from sqlalchemy import Engine, select
+from sqlalchemy import Engine, Select, select
 from sqlalchemy.orm import aliased
 from sqlmodel import col
 
@@ -71,7 +71,7 @@ def neutralise_cell(value: Any) -> str:
     return str(csv_cell(value_text(value)))
 
 
-def target_id(item: Item, *, kind: str = "scenario") -> str:
+def target_id(item: Any, *, kind: str = "scenario") -> str:
     """The item's target as its kind names it (``studio.services.targets``): the scenario id,
     ``scenario:response_id`` or ``scenario:response_id:response_b_id``."""
     return target_kind(kind).export_target(item=item)
@@ -84,60 +84,93 @@ def campaign_questions(engine: Engine, campaign: str) -> list[str]:
         return [str(question["id"]) for question in found.schema_snapshot.get("questions", [])]
 
 
-def _targets(campaign: Campaign, user_id: int, item: Item, first: Any, second: Any) -> dict[str, Any]:
+class _ItemKey(NamedTuple):
+    """What the export needs of an item (the fields :func:`target_id` and ``pair_order`` read), without loading it."""
+
+    id: int
+    scenario_id: str
+    response_id: int | None
+    response_b_id: int | None
+
+
+def _targets(campaign: Campaign, row: Any, item: _ItemKey) -> dict[str, Any]:
     """What the person rated: ``model``/``variant`` of a response item, or both sides of a pair in the order this
     person saw them (A first); ``shown`` maps each side's response id to "A"/"B"."""
     targets: dict[str, Any] = dict.fromkeys(TARGET_COLUMNS)
     if item.response_b_id is None:
-        if first is not None:
-            targets.update(model=first.model, variant=first.variant)
+        if row.model_1 is not None:
+            targets.update(model=row.model_1, variant=row.variant_1)
         return targets | {"shown": {}}
-    shown_a, _shown_b = pair_order(campaign, user_id, item)
-    side_a, side_b = (first, second) if shown_a == item.response_id else (second, first)
-    targets.update(model_a=side_a.model, variant_a=side_a.variant, model_b=side_b.model, variant_b=side_b.variant)
-    return targets | {"shown": {side_a.id: "A", side_b.id: "B"}}
+    shown_a, shown_b = pair_order(campaign, row.user_id, item)
+    first, second = (row.model_1, row.variant_1), (row.model_2, row.variant_2)
+    (model_a, variant_a), (model_b, variant_b) = (first, second) if shown_a == item.response_id else (second, first)
+    targets.update(model_a=model_a, variant_a=variant_a, model_b=model_b, variant_b=variant_b)
+    return targets | {"shown": {shown_a: "A", shown_b: "B"}}
+
+
+def _votes_query(campaign_id: int | None, batch: int) -> Select[Any]:
+    """The campaign's answers with what each names (plain columns: no ORM object is built), in item then annotator
+    order, fetched ``batch`` rows at a time (a server-side cursor on PostgreSQL)."""
+    first, second = aliased(ResponseRow), aliased(ResponseRow)
+    return (
+        select(
+            col(Answer.user_id),
+            col(Answer.values),
+            col(Answer.seconds_spent),
+            col(Answer.server_seconds),
+            col(Answer.created_at),
+            col(Item.id).label("item_id"),
+            col(Item.scenario_id),
+            col(Item.response_id),
+            col(Item.response_b_id),
+            col(User.username),
+            col(first.model).label("model_1"),
+            col(first.variant).label("variant_1"),
+            col(second.model).label("model_2"),
+            col(second.variant).label("variant_2"),
+            col(LiveSession.variant).label("live_variant"),
+        )
+        .join(Item, col(Item.id) == col(Answer.item_id))
+        .join(User, col(User.id) == col(Answer.user_id))
+        .outerjoin(first, col(first.id) == col(Item.response_id))
+        .outerjoin(second, col(second.id) == col(Item.response_b_id))
+        .outerjoin(LiveSession, col(LiveSession.answer_id) == col(Answer.id))
+        .where(col(Answer.campaign_id) == campaign_id)
+        .order_by(col(Item.position), col(User.username))
+        .execution_options(yield_per=batch)
+    )
 
 
 def vote_rows(
     engine: Engine, campaign: str, *, question: str | None = None, batch: int = 5000
 ) -> Iterator[dict[str, Any]]:
-    """The campaign's votes, one dict per (answer, question), in item then annotator order (streamed);
-    only ``question``'s when it is given. Each names what was rated (:data:`TARGET_COLUMNS`, see the module)."""
-    first, second = aliased(ResponseRow), aliased(ResponseRow)
+    """The campaign's votes, one dict per (answer, question), in item then annotator order, streamed from one read
+    transaction as plain rows (``batch`` at a time); only ``question``'s when it is given. Each names what was rated
+    (:data:`TARGET_COLUMNS`, see the module)."""
     with read_session(engine) as session:
         found = get_campaign(session, campaign)
         pairwise = {q.id for q in campaign_schema(found).questions if isinstance(q, Pairwise)}
-        query = (
-            select(Answer, Item, col(User.username), first, second, col(LiveSession.variant))
-            .join(Item, col(Item.id) == col(Answer.item_id))
-            .join(User, col(User.id) == col(Answer.user_id))
-            .outerjoin(first, col(first.id) == col(Item.response_id))
-            .outerjoin(second, col(second.id) == col(Item.response_b_id))
-            .outerjoin(LiveSession, col(LiveSession.answer_id) == col(Answer.id))
-            .where(col(Answer.campaign_id) == found.id)
-            .order_by(col(Item.position), col(User.username))
-            .execution_options(yield_per=batch)
-        )
-        for answer, item, username, response, response_b, live_variant in session.execute(query):
-            targets = _targets(found, answer.user_id, item, response, response_b)
-            if live_variant is not None:  # a live session's rating: the campaign's companion, the session's variant
-                targets.update(model=(found.live_endpoint or {}).get("model"), variant=live_variant)
+        companion = (found.live_endpoint or {}).get("model")
+        for row in session.execute(_votes_query(found.id, batch)):
+            item = _ItemKey(row.item_id, row.scenario_id, row.response_id, row.response_b_id)
+            targets = _targets(found, row, item)
+            if row.live_variant is not None:  # a live session's rating: the campaign's companion, the session's variant
+                targets.update(model=companion, variant=row.live_variant)
             shown = targets.pop("shown")
-            for asked, value in answer.values.items():
+            common = {"campaign": found.name, "item": item.id, "target_id": target_id(item, kind=found.target_kind)}
+            for asked, value in row.values.items():
                 if question is not None and asked != question:
                     continue
                 yield {
-                    "campaign": found.name,
-                    "item": item.id,
-                    "target_id": target_id(item, kind=found.target_kind),
+                    **common,
                     **targets,
-                    "annotator": username,
+                    "annotator": row.username,
                     "question": asked,
                     "value": value,
                     "value_shown": shown.get(value, value) if asked in pairwise else None,
-                    "seconds_spent": answer.seconds_spent,
-                    "server_seconds": answer.server_seconds,
-                    "answered_at": answer.created_at.isoformat(),
+                    "seconds_spent": row.seconds_spent,
+                    "server_seconds": row.server_seconds,
+                    "answered_at": row.created_at.isoformat(),
                 }
 
 
