@@ -124,8 +124,11 @@ def leaderboard_export(
     computation); the method is printed on stderr."""
     from studio.services.research import leaderboard
 
+    # The table alone is summed in the store (well under a second at the paper's size); the per-item rows and the
+    # bootstrap only when an interval or fragility file is asked for.
+    uncertainty = intervals_path is not None or fragility_path is not None
     with store_session(db_url) as session:
-        view = leaderboard(session, variant=variant, signature=signature, judge=judge)
+        view = leaderboard(session, variant=variant, signature=signature, judge=judge, intervals=uncertainty)
     write(view.table, output, "leaderboard")
     if coverage_path is not None:
         write(view.coverage, coverage_path, "coverage")

@@ -60,10 +60,14 @@ def leaderboard(
     variant: str | None = None,
     signature: str | None = None,
     judge: str | None = None,
+    intervals: bool = True,
 ) -> LeaderboardView:
-    """Paper Table 2 for one variant, signature and judge, with the items pending adjudication per model."""
+    """Paper Table 2 for one variant, signature and judge, with the items pending adjudication per model; with its
+    intervals and rank fragility unless ``intervals`` is False (then the table alone, summed in the store)."""
     authorize(caller, ResultsPolicy.read())
-    return research.leaderboard(session, variant=variant or None, signature=signature or None, judge=judge or None)
+    return research.leaderboard(
+        session, variant=variant or None, signature=signature or None, judge=judge or None, intervals=intervals
+    )
 
 
 def ppi_table(

@@ -30,11 +30,19 @@ def _png(draw: Callable[[Path], Any]) -> Response:
 
 @router.get("/leaderboard")
 def leaderboard(
-    caller: CallerDep, variant: str | None = None, signature: str | None = None, judge: str | None = None
+    caller: CallerDep,
+    variant: str | None = None,
+    signature: str | None = None,
+    judge: str | None = None,
+    intervals: bool = True,
 ) -> dict[str, Any]:
-    """Paper Table 2 (×100) with the items pending adjudication per model and the adjudicated count."""
+    """Paper Table 2 (×100) with the items pending adjudication per model and the adjudicated count; with each
+    cell's interval and the rank fragility unless ``intervals=false`` (the table alone, summed in the store: faster at
+    the paper's size; ``intervals`` is then null and ``fragility`` empty)."""
     with caller.reading() as (session, user):
-        view = research.leaderboard(session, caller=user, variant=variant, signature=signature, judge=judge)
+        view = research.leaderboard(
+            session, caller=user, variant=variant, signature=signature, judge=judge, intervals=intervals
+        )
     return {
         "rows": frame_records(view.table),
         "pending": view.pending,

@@ -45,6 +45,9 @@ def test_leaderboard_sap_instruction_agreement_and_adjudicated_exports(
     )
     assert read_table(tmp_path / "lb-frag.jsonl")["upper"].tolist() == view.fragility["upper"].tolist()
     assert "Intervals: 95% percentile bootstrap over items" in done.output  # the method, stated
+    alone = export(db_url, "leaderboard", "-o", str(tmp_path / "lb-alone.csv"), "--variant", "with_sap")
+    assert alone.exit_code == 0 and "Intervals:" not in alone.output  # no bootstrap unless an interval file is asked
+    pd.testing.assert_frame_equal(read_table(tmp_path / "lb-alone.csv"), read_table(tmp_path / "lb.csv"))
     board = read_table(tmp_path / "lb.csv")
     assert list(board["model"]) == sorted(board["model"], key=lambda m: -board.set_index("model").loc[m, "overall"])
     assert set(board["model"]) == {"model-alpha", "model-beta"} and "pending" not in done.output

@@ -103,6 +103,12 @@ def test_researchers_read_but_do_not_write(
     assert all(why["awaiting_adjudication"] == board["pending"][model] for model, why in reasons.items())
     assert board["applied"]["variant"] == "with_sap" and board["applied"]["judge"] == "judge=judge|prompt=j1"
     assert call(client, "GET", "/v1/results/leaderboard", None, headers).status_code == 422
+    quick = call(client, "GET", "/v1/results/leaderboard?variant=with_sap&intervals=false", None, headers).json()
+    assert quick["intervals"] is None and quick["fragility"] == [] and board["intervals"] is not None
+    # the table summed in the store is the same table, the same pending counts and coverage
+    assert {key: quick[key] for key in ("rows", "pending", "pending_reasons", "coverage", "applied")} == {
+        key: board[key] for key in ("rows", "pending", "pending_reasons", "coverage", "applied")
+    }
     # averages over fewer than all their subtasks are null, and the response names those columns and the rule
     rows = {row["model"]: row for row in board["rows"]}
     assert all(rows[model]["itinerary_avg"] is None for model in rows)
