@@ -6,6 +6,7 @@ read otherwise — and the command then loads neither pandas nor pydantic."""
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -120,15 +121,19 @@ def test_the_command_prints_the_pandas_path_s_figures_without_loading_pandas(tmp
     _random_file(path, random.Random(2), labels=["1", "2", "3"], item_ids=[str(n) for n in range(50)])
     args = ["--votes", str(path), "--level", "ordinal", "--question", "q", "--quota", "3", "--seed", "9"]
     script = (
-        "import atexit, sys\n"
+        "import atexit, os, sys\n"
         "atexit.register(lambda: print('LOADED=' + ','.join(m for m in ('pandas', 'pydantic') if m in sys.modules)))\n"
+        "atexit.register(lambda: print('BLAS=' + os.environ.get('OPENBLAS_NUM_THREADS', '')))\n"
         "from pipeline.cli import main\n"
         f"sys.argv = ['h2h', 'agreement', *{args!r}]\n"
         "main()\n"
     )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True)
-    printed, loaded = done.stdout.strip().splitlines()
-    assert loaded == "LOADED="
+    environment = {key: value for key, value in os.environ.items() if key != "OPENBLAS_NUM_THREADS"}
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True, env=environment
+    )
+    printed, blas, loaded = done.stdout.strip().splitlines()
+    assert loaded == "LOADED=" and blas == "BLAS=1"  # atexit runs the last registered first
     frame, pairs = _coded(path, "ordinal").frames()
     chosen = choose_items(pairs, items="complete", quota=3)
     expected = agreement_report(frame, level="ordinal", resamples=1000, seed=9, item_set=chosen).to_dict()
