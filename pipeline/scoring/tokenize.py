@@ -90,13 +90,17 @@ class PostTokenizer:
         ]
 
     def __call__(self, line: str) -> str:
+        return " ".join(self.split(line))
+
+    def split(self, line: str) -> list[str]:
+        """The tokens of ``line``: what ``self(line).split()`` gives, without joining them first."""
         # every rule needs an ASCII punctuation mark to change anything: a text without one (most CJK text) skips
         # the four passes, and its output is the same
         if _ASCII_PUNCTUATION.search(line) is None:
-            return " ".join(line.split())
+            return line.split()
         for pattern, replacement in self._rules:
             line = pattern.sub(replacement, line)
-        return " ".join(line.split())
+        return line.split()
 
 
 @lru_cache(maxsize=1)
@@ -124,7 +128,7 @@ class ZhTokenizer:
         return self._post(text.strip().translate(self._spacing))
 
     def tokenize(self, text: str) -> list[str]:
-        return self.segment(text).split()
+        return self._post.split(text.strip().translate(self._spacing))
 
 
 class JiebaTokenizer:

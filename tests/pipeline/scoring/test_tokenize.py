@@ -67,6 +67,7 @@ def test_zh_tokenizer_equals_sacrebleu_on_random_mixed_texts_with_and_without_pu
         alphabet = _NO_ASCII_PUNCTUATION + ("" if rng.random() < 0.5 else ".,-'!()/:@[`{~")
         text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 50)))
         assert ours.segment(text) == library(text), repr(text)
+        assert ours.tokenize(text) == library(text).split(), repr(text)
 
 
 def test_post_tokenizer_equals_sacrebleu_on_random_ascii_heavy_lines() -> None:
@@ -92,6 +93,7 @@ def test_zh_tokenizer_equals_sacrebleu_on_random_texts() -> None:
     for _ in range(2000):
         text = random_text(rng, rng.randint(0, 60))
         assert ours.segment(text) == library(text), repr(text)
+        assert ours.tokenize(text) == library(text).split(), repr(text)
 
 
 def test_zh_splits_every_cjk_character_and_keeps_english_words() -> None:
