@@ -204,8 +204,7 @@ def aggregation(engine: Engine, campaign: str, *, chunked: bool = True) -> dict[
     SQLite the probe writer's longest wait (ms). ``chunked``: the write half as ``aggregate`` does it, in short write
     transactions (``studio.services.aggregation_chunks``); else in one write transaction (as the API route does)."""
     from studio.db import is_sqlite, read_session, write_session
-    from studio.services.aggregation import answers_to_aggregate, write_aggregation
-    from studio.services.aggregation_chunks import write_in_chunks
+    from studio.services.aggregation import answers_to_aggregate, write_aggregation, write_in_chunks
 
     probe = probe_writer(engine) if is_sqlite(engine) else _no_probe()
     with probe as waits:

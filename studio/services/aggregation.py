@@ -14,26 +14,28 @@ changes nothing; a status set by a curator is never overwritten by aggregation.
 Reading the answers and fitting the crowd models on them (Dawid–Skene, MACE: about 2 s on 93,000 votes) are the long
 parts of a run, and so is a report-only rule's whole run (``mean``, ``pairwise_majority``: Table 3's bootstrap
 intervals take about 1 s at the paper's size): :func:`aggregate` (and the API route) does these in a read session
-first (:func:`answers_to_aggregate`) and applies the writing rules in a second, write session, so that on SQLite
-the write lock, which every submit waits for, is not held meanwhile. Answers stored or revised in between count at
-the next run, as those stored just after a run do (statuses follow them then; an expert-review item once opened stays
-open). Models fitted on other decided items than the write session decides (the campaign was closed in between) are
-fitted again there, and a report made before the campaign was opened or closed is made again, so the outcome is the
-same.
+first (:func:`answers_to_aggregate`), where it also works out what a scenario-deciding rule writes (the crowd or
+expert sides, labels and review items: :class:`Planned`), and writes in a second phase, so that on SQLite the write
+lock, which every submit waits for, is not held meanwhile. :func:`aggregate` writes in short transactions of 500
+scenarios (:mod:`studio.services.aggregation_chunks`); :func:`write_aggregation` in the one session it is given.
+Answers stored or revised in between count at the next run, as those stored just after a run do (statuses follow them
+then; an expert-review item once opened stays open). Models fitted on other decided items than the write session
+decides (the campaign was closed in between) are fitted again there, and a report or plan made before the campaign
+was opened or closed is made again, so the outcome is the same.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, NamedTuple
+from typing import Any
 
 import pandas as pd
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, select
 from sqlmodel import Session, col
 
-from studio.models import AuditLog, Campaign, ResponseRow, ScoreRow, utc_now
-from studio.results.aggregate import adjudicate, complete_answers, pairwise_majority
+from studio.models import Campaign, ResponseRow
+from studio.results.aggregate import complete_answers, pairwise_majority
 from studio.results.store_views import campaign_answers, score_frame
 from studio.results.table_intervals import table3_intervals
 from studio.results.tables import (
@@ -43,6 +45,8 @@ from studio.results.tables import (
     safety_ratings,
 )
 from studio.rules import CriteriaRule, MajorityRule, MeanRule, MedianRule, PairwiseRule
+from studio.services.aggregation_adjudication import aggregate_median, pending_adjudication
+from studio.services.aggregation_chunks import Planned, audit_aggregation, campaign_state, plan_key, write_chunks
 from studio.services.aggregation_scenarios import (
     AggregationSummary,
     FittedModels,
@@ -67,6 +71,7 @@ __all__ = [
     "aggregate_all",
     "aggregate_campaign",
     "answers_to_aggregate",
+    "pending_adjudication",
 ]
 
 logger = logging.getLogger(__name__)
@@ -93,63 +98,6 @@ def _closed_words(campaign: Campaign, below_quota: int) -> str:
     if campaign.decide_below_quota:
         return " Closed with 'decide the items below quota': every answered item was decided on the answers it has."
     return f" Closed: its {below_quota} item(s) below quota stay undecided."
-
-
-def _differs(old: float | None, new: float | None) -> bool:
-    if old is None or new is None:
-        return old is not new
-    return abs(old - new) > 1e-9
-
-
-def _aggregate_median(run: Run, rule: MedianRule) -> None:
-    """Adjudication: the experts' median rubric score is J_human; J_final = α·5S + (1−α)·J_human on the score."""
-    session, complete, summary = run.session, run.complete, run.summary
-    rubric = pd.DataFrame(
-        {
-            "item": complete["response_id"],
-            "expert": complete["annotator"],
-            "score": [values.get(rule.score) for values in complete["values"]],
-        }
-    ).dropna()
-    if rule.yields == "J_human" and not rubric.empty:
-        rubric["item"] = rubric["item"].astype(int)
-        ids = sorted(set(rubric["item"]))
-        rows = {
-            row.response_id: row
-            for row in session.execute(select(ScoreRow).where(col(ScoreRow.response_id).in_(ids))).scalars()
-        }
-        result = adjudicate(rubric, {rid: rows[rid].S if rid in rows else None for rid in ids})
-        flagged = _flagged_ids(session, ids)
-        for item, j_human, j_final in zip(result["item"], result["J_human"], result["J_final"], strict=True):
-            row = rows.get(int(item))
-            if row is None:
-                continue
-            # An audited item the judge did not flag keeps J_final = J (ARCHITECTURE.md "Scores"): the audit measures
-            # the judge (studio.results.ppi), it does not replace its score in Table 2.
-            new_final = (None if pd.isna(j_final) else float(j_final)) if int(item) in flagged else row.J_final
-            if _differs(row.J_human, float(j_human)) or _differs(row.J_final, new_final):
-                row.J_human, row.J_final, row.updated_at = float(j_human), new_final, utc_now()
-                summary.changed += 1
-        session.flush()
-        summary.table = table_records(result)
-    summary.pending_adjudication = pending_adjudication(session)
-
-
-def _flagged_ids(session: Session, ids: list[int]) -> set[int]:
-    """The responses among ``ids`` flagged for human adjudication (J < tau or no judge score)."""
-    flagged = col(ResponseRow.needs_adjudication).is_(True)
-    query = select(col(ResponseRow.id)).where(col(ResponseRow.id).in_(ids), flagged)
-    return {int(rid) for rid in session.execute(query).scalars()}
-
-
-def pending_adjudication(session: Session) -> int:
-    """Responses flagged for human adjudication that no expert panel has scored yet (J_human missing)."""
-    query = (
-        select(func.count(col(ResponseRow.id)))
-        .join(ScoreRow, col(ScoreRow.response_id) == col(ResponseRow.id))
-        .where(col(ResponseRow.needs_adjudication).is_(True), col(ScoreRow.J_human).is_(None))
-    )
-    return int(session.execute(query).scalar_one())
 
 
 def _values_frame(complete: pd.DataFrame, questions: list[str]) -> pd.DataFrame:
@@ -217,7 +165,7 @@ def _aggregate_pairwise(run: Run, rule: PairwiseRule) -> None:
 _HANDLERS: dict[type, Callable[[Run, Any], None]] = {
     MajorityRule: aggregate_majority,
     CriteriaRule: aggregate_criteria,
-    MedianRule: _aggregate_median,
+    MedianRule: aggregate_median,
     MeanRule: _aggregate_mean,
     PairwiseRule: _aggregate_pairwise,
 }
@@ -226,27 +174,14 @@ _HANDLERS: dict[type, Callable[[Run, Any], None]] = {
 #: The rules that only report a table and write nothing: their whole run (Table 3's bootstrap intervals among it,
 #: about 1 s at the paper's size) happens in the read half, so the write lock is never held for it.
 _REPORT_ONLY: tuple[type, ...] = (MeanRule, PairwiseRule)
-#: A report-only campaign's summary, finished in the read half, with the campaign's :func:`_state` it was made in.
+#: A report-only campaign's summary, finished in the read half, with the campaign's state it was made in
+#: (:func:`~studio.services.aggregation_chunks.campaign_state`).
 Report = tuple[tuple[str, bool], AggregationSummary]
 #: The rules that decide scenarios, and what works out their writes without writing (in the read half).
 _WRITERS: dict[type, Callable[[Run, Any], ScenarioWrites | None]] = {
     MajorityRule: majority_writes,
     CriteriaRule: criteria_writes,
 }
-
-
-class Planned(NamedTuple):
-    """A scenario-deciding campaign's run as the read half worked it out: the campaign's :func:`plan_key` then, the
-    summary (but for what writing finds: ``changed``, ``statuses``, ``labels``, review items) and the writes."""
-
-    key: tuple[str, bool, int]
-    summary: AggregationSummary
-    writes: ScenarioWrites
-
-
-def plan_key(campaign: Campaign) -> tuple[str, bool, int]:
-    """What a planned run depends on besides the answers: :func:`_state` and the quota that decides an item."""
-    return (*_state(campaign), complete_at(campaign))
 
 
 class AnswersRead(dict[str, pd.DataFrame]):
@@ -318,7 +253,7 @@ def aggregate_campaign(
     ``NotFound`` for an unknown campaign.
     """
     found = get_campaign(session, campaign)
-    if reported is not None and reported[0] == _state(found):
+    if reported is not None and reported[0] == campaign_state(found):
         summary = reported[1]
     elif planned is not None and planned.key == plan_key(found):
         summary = planned.summary.model_copy(deep=True)
@@ -327,23 +262,6 @@ def aggregate_campaign(
         summary = _run_rule(session, found, answers=answers, fitted=fitted)
     audit_aggregation(session, found, summary, actor=actor)
     return summary
-
-
-def audit_aggregation(session: Session, campaign: Campaign, summary: AggregationSummary, *, actor: str) -> None:
-    """Log a run that changed anything in the audit log (and in the log)."""
-    found = campaign
-    if summary.changed:
-        session.add(
-            AuditLog(
-                actor=actor,
-                action="campaign.aggregate",
-                entity="campaign",
-                entity_id=found.name,
-                detail={"changed": summary.changed, "statuses": summary.statuses},
-            )
-        )
-        session.flush()
-    logger.info("aggregated %s: %d answers, %d changed", found.name, summary.answers, summary.changed)
 
 
 def aggregate_all(
@@ -363,12 +281,6 @@ def aggregate_all(
         for campaign_id, name in todo:
             done.add(campaign_id)
             summaries.append(_aggregate_read(session, campaign=name, actor=actor, answers=answers))
-
-
-def _state(campaign: Campaign) -> tuple[str, bool]:
-    """What a report-only summary depends on besides the answers: the campaign's status and closing choice (which
-    items count complete, and the summary's words)."""
-    return (campaign.status, campaign.decide_below_quota)
 
 
 def _reported(answers: Mapping[str, pd.DataFrame] | None, name: str) -> Report | None:
@@ -408,7 +320,7 @@ def answers_to_aggregate(session: Session, *, campaign: str | None = None) -> An
         read.models[name] = crowd_models(complete, schema=schema)
         if isinstance(schema.aggregation, _REPORT_ONLY):
             summary = _run_rule(session, found, answers=read[name], fitted=read.models[name])
-            read.reports[name] = (_state(found), summary)
+            read.reports[name] = (campaign_state(found), summary)
         elif type(schema.aggregation) in _WRITERS:
             read.plans[name] = _plan_rule(session, found, answers=read[name], fitted=read.models[name])
     return read
@@ -416,17 +328,32 @@ def answers_to_aggregate(session: Session, *, campaign: str | None = None) -> An
 
 def aggregate(engine: Engine, *, campaign: str | None = None, actor: str = "aggregate") -> list[AggregationSummary]:
     """Aggregate ``campaign`` (every campaign when None): answers read and the writes worked out first, then written
-    in short write transactions (:mod:`studio.services.aggregation_chunks`).
+    in short write transactions (:func:`write_in_chunks`).
 
     The same outcome as :func:`aggregate_campaign` / :func:`aggregate_all` in one write session, with the write lock
     held only for a chunk's writes at a time (see the module docstring).
     """
     from studio.db import read_session
-    from studio.services.aggregation_chunks import write_in_chunks
 
     with read_session(engine) as session:
         answers = answers_to_aggregate(session, campaign=campaign)
     return write_in_chunks(engine, campaign=campaign, actor=actor, answers=answers)
+
+
+def write_in_chunks(
+    engine: Engine, *, campaign: str | None, actor: str, answers: AnswersRead, chunk: int | None = None
+) -> list[AggregationSummary]:
+    """The write half of :func:`aggregate`: what ``answers`` (of :func:`answers_to_aggregate`) decides for
+    ``campaign`` (every campaign when None, oldest first; review campaigns opened on the way too), written in short
+    transactions of ``chunk`` scenarios (:mod:`studio.services.aggregation_chunks`); the summaries equal the
+    one-transaction run's."""
+
+    def one_transaction(session: Session, name: str) -> AggregationSummary:
+        return _aggregate_read(session, campaign=name, actor=actor, answers=answers)
+
+    return write_chunks(
+        engine, campaign=campaign, actor=actor, plans=answers.plans, one_transaction=one_transaction, chunk=chunk
+    )
 
 
 def write_aggregation(

@@ -24,8 +24,7 @@ from pipeline.records import Scenario
 from studio.db import read_session, write_session
 from studio.models import AuditLog, Campaign, Item, ResponseRow, UserPublic
 from studio.services import aggregation_chunks
-from studio.services.aggregation import aggregate, aggregate_campaign, answers_to_aggregate
-from studio.services.aggregation_chunks import write_in_chunks
+from studio.services.aggregation import aggregate, aggregate_campaign, answers_to_aggregate, write_in_chunks
 from studio.services.campaigns import create_campaign, set_campaign_status
 from studio.services.ingest import ingest_run
 from studio.workflows import load_schemas
