@@ -253,7 +253,9 @@ def _builders(session: Session, caller: UserPublic, choices: dict[str, Any]) -> 
     scoring = {name: choices.get(name) for name in ("variant", "signature", "judge")}
 
     def board() -> LeaderboardView:
-        return leaderboard(session, caller=caller, **scoring)
+        return leaderboard(
+            session, caller=caller, variant=scoring["variant"], signature=scoring["signature"], judge=scoring["judge"]
+        )
 
     def pairwise() -> RankingView:  # the Rankings section's own picker, else the page's campaign
         return ranking(session, caller=caller, campaign=choices.get("ranking_campaign") or choices.get("campaign"))
