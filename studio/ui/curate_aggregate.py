@@ -54,11 +54,8 @@ class AggregationPanel:
 
         def on_aggregate(campaign: str | None, request: gr.Request) -> list[Any]:
             context = self.open_context(request)
-            with refused_as_gradio_errors():
-                with context.reading() as (session, caller):  # the long read, off the write lock
-                    answers = curate.answers_to_aggregate(session, caller=caller, campaign=campaign)
-                with context.writing() as (session, caller):
-                    summaries = curate.write_aggregation(session, caller=caller, campaign=campaign, answers=answers)
+            with refused_as_gradio_errors():  # the long read off the write lock, the writes in short transactions
+                summaries = curate.aggregate(context, campaign=campaign)
             return [rules_html(summaries), views.aggregation_frame(summaries)]
 
         return on_aggregate

@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-import pandas as pd
 from pydantic import BaseModel, Field, ValidationError
 from sqlmodel import Session
 
@@ -27,6 +26,7 @@ from studio.services.listing import Paging, ResponseFilters, ScenarioFilters
 from studio.services.publishing import PublishPreview
 from studio.services.rater import RaterAgreement
 from studio.services.stopping import StopsReport, stops_report
+from studio.usecases.context import RequestContext, store_faults_as_unavailable
 
 Listing = TypeVar("Listing", bound=Paging)
 
@@ -209,23 +209,17 @@ def dataset_version_records(session: Session, *, caller: UserPublic, version: st
     return curation.dataset_version_records(session, version=version)
 
 
-def answers_to_aggregate(
-    session: Session, *, caller: UserPublic, campaign: str | None = None
-) -> dict[str, pd.DataFrame]:
-    """The first half of an aggregation run, in a read session: the answers of ``campaign`` (every one when None)."""
-    authorize(caller, CurationPolicy.aggregate())
-    return aggregation.answers_to_aggregate(session, campaign=campaign or None)
+def aggregate(context: RequestContext, *, campaign: str | None = None) -> list[AggregationSummary]:
+    """Apply the campaigns' aggregation rules to ``campaign`` (every one when None) for the request's caller.
 
-
-def write_aggregation(
-    session: Session, *, caller: UserPublic, campaign: str | None, answers: Mapping[str, pd.DataFrame]
-) -> list[AggregationSummary]:
-    """The second half, in a write session: apply the campaigns' rules to ``answers`` and write the outcome.
-
-    Two sessions so that the long read does not hold SQLite's write lock (see ``studio.services.aggregation``).
+    The caller is resolved and authorised first (one read session); then :func:`studio.services.aggregation.aggregate`
+    reads the answers and plans the writes in a read session of its own and writes them in short transactions, so
+    annotators never wait long for SQLite's write lock. A store that cannot serve raises ``StoreUnavailable``.
     """
-    authorize(caller, CurationPolicy.aggregate())
-    return aggregation.write_aggregation(session, campaign=campaign or None, actor=caller.username, answers=answers)
+    with context.reading() as (_session, caller):
+        authorize(caller, CurationPolicy.aggregate())
+    with store_faults_as_unavailable():
+        return aggregation.aggregate(context.engine, campaign=campaign or None, actor=caller.username)
 
 
 def rater_agreement(session: Session, *, caller: UserPublic, campaign: str | None) -> list[RaterAgreement]:

@@ -248,11 +248,9 @@ def distribution(
 
 @router.post("/aggregate", response_model=list[AggregationSummary])
 def aggregate(caller: CallerDep, campaign: str | None = None) -> list[AggregationSummary]:
-    """Apply the campaigns' aggregation rules (one campaign, or all): answers read first, then one write."""
-    with caller.reading() as (session, user):  # the long read, off the write lock (see studio.services.aggregation)
-        answers = curate.answers_to_aggregate(session, caller=user, campaign=campaign)
-    with caller.writing() as (session, user):
-        return curate.write_aggregation(session, caller=user, campaign=campaign, answers=answers)
+    """Apply the campaigns' aggregation rules (one campaign, or all): answers read first, then written in short
+    transactions (``studio.usecases.curate.aggregate``)."""
+    return curate.aggregate(caller, campaign=campaign)
 
 
 @router.get("/calibration.png", response_class=Response)

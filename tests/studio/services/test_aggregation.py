@@ -29,6 +29,7 @@ from studio.services.aggregation import (
 from studio.services.campaigns import TargetSelection, create_campaign, set_campaign_status
 from studio.services.ingest import ingest_run
 from studio.usecases import curate
+from studio.usecases.context import RequestContext
 from studio.workflows import WorkflowSchema, load_schemas
 from tests.studio.helpers import add_people, answer_all, crowd_vote
 
@@ -273,13 +274,13 @@ def test_instruction_following_mean_per_kind_per_model(
 def test_only_curators_and_admins_aggregate(
     store: Engine, campaign: CampaignPublic, users: dict[str, UserPublic], role: str
 ) -> None:
-    with write_session(store) as session:
-        with pytest.raises(PermissionDenied):
-            curate.write_aggregation(session, caller=users[role], campaign="vote", answers={})
-        with pytest.raises(PermissionDenied):
-            curate.write_aggregation(session, caller=users[role], campaign=None, answers={})
-    with read_session(store) as session, pytest.raises(PermissionDenied):
-        curate.answers_to_aggregate(session, caller=users[role], campaign="vote")
+    from tests.studio.web.test_api_hostile_input import issue_token
+
+    context = RequestContext(store, issue_token(store, users[role]))
+    with pytest.raises(PermissionDenied):
+        curate.aggregate(context, campaign="vote")
+    with pytest.raises(PermissionDenied):
+        curate.aggregate(context, campaign=None)
     with read_session(store) as session:
         assert session.execute(select(func.count()).select_from(ScenarioStatus)).scalar_one() == 0
 

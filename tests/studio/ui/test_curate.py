@@ -127,13 +127,7 @@ def download_version(engine: Engine, session_token: str, version: str, fmt: str,
 
 
 def run_aggregation(engine: Engine, session_token: str, campaign: str | None) -> pd.DataFrame:
-    answers = as_caller(engine, session_token, lambda s, c: curate.answers_to_aggregate(s, caller=c, campaign=campaign))
-    summaries = as_caller(
-        engine,
-        session_token,
-        lambda s, c: curate.write_aggregation(s, caller=c, campaign=campaign, answers=answers),
-        write=True,
-    )
+    summaries = curate.aggregate(RequestContext(engine, session_token), campaign=campaign)  # as the page calls it
     return views.aggregation_frame(summaries)
 
 

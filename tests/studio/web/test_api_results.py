@@ -121,12 +121,27 @@ def test_researchers_read_but_do_not_write(
 
 
 def test_curator_aggregates_decides_and_publishes(
-    client: TestClient, campaign: CampaignPublic, users: dict[str, UserPublic], password_hash: str, store: Engine
+    client: TestClient,
+    campaign: CampaignPublic,
+    users: dict[str, UserPublic],
+    password_hash: str,
+    store: Engine,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     crowd_vote(store, password_hash)
     headers = token_headers(client, "curator")
+    import studio.services.aggregation as aggregation
+
+    write_chunks, chunk_calls = aggregation.write_chunks, []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:  # the writes go through the short-transaction path
+        chunk_calls.append(kwargs.get("campaign"))
+        return write_chunks(*args, **kwargs)
+
+    monkeypatch.setattr(aggregation, "write_chunks", counted)
     (summary,) = client.post("/v1/results/aggregate?campaign=vote", headers=headers).json()
     assert summary["review_campaign"] == "vote-review" and summary["changed"] == 8
+    assert chunk_calls == ["vote"]
     rerun = client.post("/v1/results/aggregate", headers=headers).json()
     assert [s["changed"] for s in rerun] == [0, 0]
     in_review = client.get("/v1/curation/scenarios?status=in_review&page_size=2", headers=headers).json()
