@@ -50,7 +50,10 @@ def database() -> Iterator[str]:
 def test_one_vs_two_processes_behind_nginx_reports_both_and_loses_nothing(
     bench_load: ModuleType, database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    status = bench_load.main([*TINY, "--compare-processes", "--processes", "2", "--db", database])
+    # More clients and longer slices than TINY: the proxy hashes each client's token to a process, so with 4 clients
+    # all of them landed on one process in about one run of eight, and a 0.1 s slice held a single answer.
+    wider = [*TINY, "--clients", "16", "--seconds", "6", "--items", "400"]
+    status = bench_load.main([*wider, "--compare-processes", "--processes", "2", "--db", database])
     out = capsys.readouterr().out
     assert status == 0, out
     assert "RESULT: OK (0 lost, 0 doubled, 0 over quota)" in out

@@ -326,9 +326,11 @@ def test_aggregate_reads_the_answers_off_the_write_lock_and_writes_what_one_sess
     assert (summary.review_campaign, summary.review_items_opened, summary.changed) == ("vote-review", 2, 6 + 2)
     again = aggregate(store, actor="admin")  # every campaign, the review campaign opened above included
     assert [(row.campaign, row.changed) for row in again] == [("vote", 0), ("vote-review", 0)]
+    from tests.studio.web.test_api_hostile_input import issue_token
+
     for person in (users["annotator"], users["researcher"]):
-        with read_session(store) as session, pytest.raises(PermissionDenied):
-            curate.answers_to_aggregate(session, caller=person)
+        with pytest.raises(PermissionDenied):
+            curate.aggregate(RequestContext(store, issue_token(store, person)))
 
 
 def test_an_audited_item_the_judge_did_not_flag_keeps_j_final_equal_to_j(
