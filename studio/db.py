@@ -38,6 +38,14 @@ POOL_MAX_OVERFLOW = 20
 #: PostgreSQL connections older than this are replaced at checkout (servers and proxies drop long-idle connections).
 POOL_RECYCLE_SECONDS = 1800
 #: SQLite's ``PRAGMA synchronous`` levels the studio accepts (``Settings.sqlite_synchronous``).
+#: PostgreSQL's plan cache mode for the studio's connections. psycopg prepares a statement on its connection once
+#: it has run 5 times there (the hot path's few statements); PostgreSQL would still plan most of them again on every
+#: execution ("custom" plans: the planner's estimate for a generic plan is no better for a LIMIT query or a
+#: timestamp range), and the planning cost more of its CPU than running them (``pg_stat_statements`` under
+#: ``benchmarks/bench_load.py``). Every prepared statement here is a short OLTP query on indexed keys, whose generic
+#: plan is the plan; statements run once or rarely (exports, tables) are never prepared and still planned for
+#: their values.
+PLAN_CACHE_MODE = "force_generic_plan"
 SQLITE_SYNCHRONOUS_LEVELS = ("OFF", "NORMAL", "FULL", "EXTRA")
 DEFAULT_SQLITE_SYNCHRONOUS = "FULL"
 
@@ -137,9 +145,35 @@ def create_db_engine(
         )
         _install_sqlite_hooks(engine, busy_timeout_ms, sqlite_synchronous.upper())
         return engine
-    return create_engine(
+    engine = create_engine(
         url, echo=echo, pool_size=POOL_SIZE, max_overflow=POOL_MAX_OVERFLOW, pool_recycle=POOL_RECYCLE_SECONDS
     )
+    _install_postgresql_hooks(engine)
+    return engine
+
+
+def _install_postgresql_hooks(engine: Engine) -> None:
+    """Generic plans for the statements psycopg prepares (see :data:`PLAN_CACHE_MODE`), set once per connection; a
+    read session's ``READ ONLY`` reset as its connection goes back to the pool."""
+
+    @event.listens_for(engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        autocommit = dbapi_connection.autocommit
+        dbapi_connection.autocommit = True  # the SET outside any transaction: it lasts for the connection
+        try:
+            dbapi_connection.execute(f"SET plan_cache_mode = {PLAN_CACHE_MODE}")
+        finally:
+            dbapi_connection.autocommit = autocommit
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(dbapi_connection: Any, _record: Any) -> None:
+        # A read session's READ ONLY ends with it: the next transaction is the database's default again (a plain
+        # BEGIN, not BEGIN READ WRITE, so a database made read-only by its administrator stays so).
+        if dbapi_connection is not None and dbapi_connection.read_only is not None:
+            try:
+                dbapi_connection.read_only = None
+            except Exception:  # a broken connection (still "in a transaction"): the pool discards it
+                logger.debug("read_only not reset on a connection in a transaction", exc_info=True)
 
 
 def is_sqlite(engine: Engine | Connection) -> bool:
@@ -150,10 +184,20 @@ def is_sqlite(engine: Engine | Connection) -> bool:
 def read_session(engine: Engine) -> Iterator[Session]:
     """A session for reading: nothing it does is committed; loaded objects stay usable after the block.
 
-    Closing (rather than rolling back) ends the transaction without expiring what was loaded.
+    Closing (rather than rolling back) ends the transaction without expiring what was loaded. On PostgreSQL the
+    transaction is ``READ ONLY`` (a write in it fails) and ends with a COMMIT, not a ROLLBACK: psycopg forgets every
+    statement it prepared on the connection at each ROLLBACK (and sends ``DEALLOCATE ALL``), so rolled-back reads
+    left the hot path's statements unprepared and planned again on every request (``benchmarks/bench_load.py``).
     """
     with Session(engine, expire_on_commit=False) as session:
+        if is_sqlite(engine):
+            yield session
+            return
+        # Checked out now; psycopg sends its BEGIN (here: BEGIN READ ONLY) with the first statement. The pool's
+        # checkin hook sets the connection back to the database's default (_install_postgresql_hooks).
+        session.connection().connection.dbapi_connection.read_only = True  # type: ignore[union-attr]
         yield session
+        session.commit()  # nothing to write (READ ONLY): only ends the transaction the psycopg-friendly way
 
 
 @contextmanager

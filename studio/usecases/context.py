@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from studio.db import is_store_fault, read_session, write_session
+from studio.db import is_sqlite, is_store_fault, read_session, write_session
 from studio.errors import STORE_UNAVAILABLE, NotAuthenticated, StoreUnavailable
 from studio.models import UserPublic
 from studio.services.auth import signed_in
@@ -56,6 +56,12 @@ class RequestContext:
         self.engine = engine
         self.token = token
         self._caller: UserPublic | None = None
+
+    @property
+    def single_writer(self) -> bool:
+        """Whether a write session holds the whole store's write lock (SQLite): work that may end up only reading
+        (a retry) is then better tried in a read session first. PostgreSQL locks rows, not the store."""
+        return is_sqlite(self.engine)
 
     def _token(self) -> str:
         """The token to resolve; ``NotAuthenticated`` before any session opens when the request sent none."""

@@ -124,3 +124,34 @@ def test_postgres_connections_are_not_pinged_and_a_dead_pool_is_replaced_after_o
             failures += 1
     engine.dispose()
     assert failures == 1
+
+
+@pytest.mark.postgres
+def test_postgres_read_sessions_are_read_only_and_keep_the_statements_prepared(postgres_url: str) -> None:
+    """A read session is ``READ ONLY`` (a write in it fails) and ends with COMMIT, not ROLLBACK: psycopg forgets every
+    statement it prepared on a connection at each ROLLBACK, which left the hot path planning its statements again on
+    every request. Prepared statements run on generic plans; a write session afterwards begins as the database's
+    default (no ``READ WRITE`` forced: see ``test_store_faults``'s read-only database)."""
+    from sqlalchemy import exc
+
+    from studio.db import PLAN_CACHE_MODE
+
+    engine = create_db_engine(postgres_url)
+    query = text("SELECT count(*) FROM campaign WHERE id > :floor")
+    try:
+        for _ in range(8):  # psycopg prepares a statement at its 5th run on a connection; used one at a time: one
+            with read_session(engine) as session:
+                session.execute(query, {"floor": 0})
+            with write_session(engine) as session:
+                session.execute(query, {"floor": 0})
+        with read_session(engine) as session:
+            assert session.execute(text("SHOW transaction_read_only")).scalar_one() == "on"
+            assert session.execute(text("SHOW plan_cache_mode")).scalar_one() == PLAN_CACHE_MODE
+            prepared = session.execute(text("SELECT statement, generic_plans FROM pg_prepared_statements")).all()
+        assert any("FROM campaign" in sql and generic >= 8 for sql, generic in prepared), prepared
+        with write_session(engine) as session:
+            assert session.execute(text("SHOW transaction_read_only")).scalar_one() == "off"
+        with pytest.raises(exc.DBAPIError, match="read-only transaction"), read_session(engine) as session:
+            session.execute(text("UPDATE campaign SET status = status"))
+    finally:
+        engine.dispose()
