@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import importlib
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -14,7 +13,7 @@ import pytest
 
 from tests.nginx_proxy import require_nginx
 from tests.repo import REPO_ROOT
-from tests.requirements import require
+from tests.requirements import fresh_postgres_database
 
 pytestmark = [pytest.mark.postgres, pytest.mark.serial]  # load runs, measured against the machine's CPU
 TINY = ["--clients", "4", "--seconds", "2", "--rounds", "2", "--items", "40", "--people-per-item", "3"]
@@ -31,20 +30,9 @@ def bench_load(monkeypatch: pytest.MonkeyPatch) -> Iterator[ModuleType]:
 @pytest.fixture
 def database() -> Iterator[str]:
     """A fresh PostgreSQL database (the benchmark migrates it); dropped afterwards."""
-    import psycopg
-
     require_nginx()
-    name = f"h2h_test_bench_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as error:
-        require(False, f"PostgreSQL at 127.0.0.1:5432 is not reachable: {error} (tests/run.sh starts it)")
-    admin.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
+    with fresh_postgres_database("h2h_test_bench_") as url:
+        yield url
 
 
 def test_one_vs_two_processes_behind_nginx_reports_both_and_loses_nothing(

@@ -6,7 +6,6 @@ log names the process of each request); when that process dies, a reload lands o
 from __future__ import annotations
 
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,7 +21,7 @@ from tests.browser.artifacts import save_screenshot
 from tests.browser.conftest import UI_WAIT_MS, Studio, chat_text, choose_campaign, settled, sign_in
 from tests.browser.store_fixture import PASSWORD
 from tests.nginx_proxy import Team, require_nginx, team_behind_nginx
-from tests.requirements import require
+from tests.requirements import fresh_postgres_database
 
 pytestmark = [pytest.mark.browser, pytest.mark.postgres]
 
@@ -41,21 +40,9 @@ CHOICES = [
 
 @pytest.fixture(scope="module")
 def database_url() -> Iterator[str]:
-    """A fresh PostgreSQL database with six chats, the annotator and a crowd_vote campaign; dropped afterwards."""
-    import psycopg
-
-    name = f"h2h_test_nginx_{uuid.uuid4().hex[:10]}"
-    try:
-        admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as error:
-        require(False, f"PostgreSQL at 127.0.0.1:5432 is not reachable: {error} (tests/run.sh starts it)")
-    admin.execute(f'CREATE DATABASE "{name}"')
-    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    try:
+    """A fresh PostgreSQL database (filled by :func:`fill_store`); dropped afterwards."""
+    with fresh_postgres_database("h2h_test_nginx_") as url:
         yield url
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
 
 
 def fill_store(url: str, folder: Path) -> None:

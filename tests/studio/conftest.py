@@ -7,7 +7,6 @@ test session (``h2h_test_<random>``, dropped at the end; tables emptied before e
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from studio.models import ROLES, CampaignPublic, UserPublic
 from studio.services.auth import hash_password
 from studio.services.campaigns import create_campaign
 from studio.workflows import load_schemas
-from tests.requirements import require
+from tests.requirements import fresh_postgres_database
 
 # Re-exported: other test modules still import these names from here.
 from tests.studio.helpers import MODELS, PASSWORD, add_people, crowd_vote, make_scenarios, study, write_run
@@ -31,21 +30,9 @@ __all__ = ["MODELS", "PASSWORD", "add_people", "make_scenarios", "write_run"]
 @pytest.fixture(scope="session")
 def postgres_url() -> Iterator[str]:
     """A fresh PostgreSQL database for this test session, migrated to head; dropped afterwards."""
-    import psycopg
-
-    name = f"h2h_test_{uuid.uuid4().hex[:12]}"
-    try:
-        admin = psycopg.connect("postgresql://postgres@127.0.0.1:5432/postgres", autocommit=True, connect_timeout=3)
-    except psycopg.OperationalError as error:
-        require(False, f"PostgreSQL at 127.0.0.1:5432 is not reachable: {error} (tests/run.sh starts it)")
-    admin.execute(f'CREATE DATABASE "{name}"')
-    url = f"postgresql+psycopg://postgres@127.0.0.1:5432/{name}"
-    upgrade_db(url)
-    try:
+    with fresh_postgres_database("h2h_test_") as url:
+        upgrade_db(url)
         yield url
-    finally:
-        admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-        admin.close()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
