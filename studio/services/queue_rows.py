@@ -170,7 +170,7 @@ def _open_to(item: Any, user_id: Any) -> tuple[Any, ...]:
     )
 
 
-@lru_cache(maxsize=4)
+@lru_cache(maxsize=5)
 def _candidate_query(kind: str) -> Select[*tuple[Any, ...]]:
     """The next-item query of ``kind``, once per process (building a SELECT and its cache key costs more than
     running it). Bound per call: campaign_id, quota, user_id, now (``fill``: and ``below``).
@@ -183,10 +183,13 @@ def _candidate_query(kind: str) -> Select[*tuple[Any, ...]]:
     SQLite renders no lock (its write lock covers the transaction).
 
     ``spread``: the least-answered first, in position order. ``fill``: among the items with the most answers open to
-    the person, the first in position order (a team completes items before it starts new ones) — the highest count
-    found by a scalar subquery, so both orders are index scans in one statement, where ORDER BY answer_count DESC,
-    position would sort every open item on each request. ``skipped``: the person's skipped items, in the order they
-    skipped them (they come after all others whatever the order)."""
+    the person, the first in position order (a team completes items before it starts new ones). On PostgreSQL
+    (``fill_ordered``) that is ORDER BY answer_count DESC, position — the ``ix_item_fill`` index scan, which passes
+    over locked items and stops at the first open one, in one statement however many items others hold. On SQLite
+    (``fill``) the highest count is found by a scalar subquery and the items at that count in position order (the
+    plan SQLite chose for the ORDER BY sorted every open item; nothing is ever locked there, so the level query of
+    :func:`candidate_item` does not repeat). ``skipped``: the person's skipped items, in the order they skipped them
+    (they come after all others whatever the order)."""
     user_id = bindparam("user_id", type_=Integer())
     if kind == "skipped":
         open_now = _open_to(table_of(Item).c, user_id)[:-1]  # a skipped item is what this kind is for
@@ -195,6 +198,9 @@ def _candidate_query(kind: str) -> Select[*tuple[Any, ...]]:
         ordered = query.order_by(col(Skip.skipped_at), col(Item.answer_count), col(Item.position)).limit(1)
         return ordered.with_for_update(of=table_of(Item), skip_locked=True, key_share=True)
     conditions = _open_to(table_of(Item).c, user_id)
+    if kind == "fill_ordered":  # PostgreSQL: the ix_item_fill index scan, stopping at the first item not locked
+        ordered = select(*_ITEM_COLUMNS).where(*conditions).order_by(col(Item.answer_count).desc(), col(Item.position))
+        return ordered.limit(1).with_for_update(skip_locked=True, key_share=True)
     if kind in ("fill", "fill_level"):
         other = table_of(Item).alias("fullest")
         # ``below``: the quota at first; lower once every open item at the fullest level was found locked.
@@ -223,6 +229,8 @@ def candidate_item(
     conn, quota = core_connection(session), campaign.people_per_item
     bound = {"campaign_id": campaign.id, "quota": quota, "user_id": user_id, "now": now, "below": quota}
     kind = "skipped" if skipped else "fill" if campaign.assignment == "fill" else "spread"
+    if kind == "fill" and conn.dialect.name == "postgresql":
+        kind = "fill_ordered"
     found = conn.execute(_candidate_query(kind), bound).first()
     while found is None and kind == "fill":
         # Nothing at the fullest open level, or every item there is locked by someone else's transaction: the next

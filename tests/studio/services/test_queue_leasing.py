@@ -7,13 +7,14 @@ import threading
 from datetime import timedelta
 
 import pytest
-from sqlalchemy import Engine, func, select
+from sqlalchemy import Engine, event, func, select
 
 from studio.db import read_session, write_session
-from studio.models import CampaignPublic, Lease, UserPublic, utc_now
+from studio.models import CampaignPublic, Item, Lease, UserPublic, utc_now
 from studio.services.queue import campaign_state, next_item
 from studio.services.queue_rows import claim_lease
 from tests.studio.conftest import add_people
+from tests.studio.services.test_queue import answer
 
 
 def leases_on(engine: Engine, item_id: int) -> int:
@@ -100,3 +101,39 @@ def test_a_double_click_on_next_gives_one_lease(
     with read_session(corpus) as session:
         held = session.execute(select(func.count()).where(Lease.user_id == person.id)).scalar_one()
     assert held == 1
+
+
+def test_fill_passes_over_the_items_others_hold_in_one_statement(
+    db_url: str, corpus: Engine, campaign: CampaignPublic, password_hash: str
+) -> None:
+    """``fill`` on PostgreSQL: while another transaction holds the fullest open item, the next one in fill order
+    (most answers first, then position) comes from one index scan — no level query, no candidate query per level."""
+    if db_url.startswith("sqlite"):
+        pytest.skip("SQLite has one writer at a time by design (BEGIN IMMEDIATE): nothing is ever locked")
+    first, holder, other = add_people(corpus, password_hash, ["first", "holder", "other"], "annotator")
+    with write_session(corpus) as session:
+        answered = next_item(session, campaign="vote", user=first)
+        assert answered is not None
+    answer(corpus, first, answered, "first-vote")  # the fullest item: one answer, none elsewhere
+    statements: list[str] = []
+    taken: dict[str, int] = {}
+
+    def others_next() -> None:
+        event.listen(corpus, "before_cursor_execute", lambda _c, _k, sql, *_a: statements.append(sql))
+        with write_session(corpus) as session:
+            view = next_item(session, campaign="vote", user=other)
+            taken["other"] = view.item_id if view else -1
+
+    with write_session(corpus) as session:
+        held = next_item(session, campaign="vote", user=holder)
+        assert held is not None and held.item_id == answered.item_id  # fill: the item with an answer first
+        thread = threading.Thread(target=others_next)
+        thread.start()
+        thread.join(timeout=20)
+    assert not thread.is_alive(), "the other next waited for the holder's transaction"
+    with read_session(corpus) as session:
+        positions = dict(session.execute(select(Item.id, Item.position).where(Item.campaign_id == campaign.id)).all())
+    unanswered = sorted((position, item_id) for item_id, position in positions.items() if item_id != held.item_id)
+    assert taken["other"] == unanswered[0][1]  # the first in position order among the items with no answer
+    candidates = [sql for sql in statements if "SKIP LOCKED" in sql]
+    assert len(candidates) == 1 and "fullest" not in " ".join(statements), statements
