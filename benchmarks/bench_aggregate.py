@@ -6,8 +6,10 @@ bulk) is aggregated twice from the same starting state, in one run, alternating 
 * ``one session``: ``aggregate_campaign`` inside a single write session, as every caller did before: on SQLite
   the write lock (which every submit waits for) is held for the whole run;
 * ``read, then write``: ``answers_to_aggregate`` in a read session (which also fits the crowd models a workflow
-  asks for), then ``write_aggregation`` with those answers in a write session, as ``h2h aggregate``, the UI and the
-  API do now: the lock is held for the second part only.
+  asks for), then ``write_aggregation`` with those answers in one write session: the lock is held for the second
+  part only. ``h2h aggregate``, the Curate page and the API now go one step further and write that second part in
+  transactions of 500 scenarios (``studio.services.aggregation.aggregate``; measured at the paper's size by
+  ``benchmarks/bench_paper_size.py --parts aggregate``).
 
 Between runs the aggregation's writes are undone (statuses, review campaign and items, audit rows), so each run
 starts from the same state. Run: ``python benchmarks/bench_aggregate.py [--items 2000] [--raters 20]``.
