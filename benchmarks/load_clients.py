@@ -1,4 +1,5 @@
-"""Simulated annotators for the load benchmark: asyncio + one ``httpx.AsyncClient`` (one keep-alive connection) each.
+"""Simulated annotators for the load benchmark: asyncio + one :class:`load_http.LeanClient` (one keep-alive
+connection) each — httpx's client cost the shared machine several times the CPU per request (see :mod:`load_http`).
 
 An annotating client loops next → submit → the same submit again (a retry, which must answer 200
 with the stored answer) until the phase's deadline; a no-op client sends three authenticated
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+from load_http import LeanClient
 from tqdm import tqdm
 
 VERDICTS = ("keep", "revise", "discard")
@@ -75,15 +77,10 @@ def machine_cpu_seconds() -> float | None:
     return (sum(ticks) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def open_clients(base_url: str, tokens: list[str]) -> list[httpx.AsyncClient]:
-    """One client per annotator, each with its own pool of one keep-alive connection and its bearer token."""
+def open_clients(base_url: str, tokens: list[str]) -> list[LeanClient]:
+    """One client per annotator, each with one keep-alive connection (opened on its first request) and its token."""
     return [
-        httpx.AsyncClient(
-            base_url=base_url,
-            headers={"Authorization": f"Bearer {token}"},
-            limits=httpx.Limits(max_connections=1, max_keepalive_connections=1),
-            timeout=REQUEST_TIMEOUT_S,
-        )
+        LeanClient(base_url, headers={"Authorization": f"Bearer {token}"}, timeout=REQUEST_TIMEOUT_S)
         for token in tokens
     ]
 
@@ -106,7 +103,7 @@ def _vote(rng: random.Random) -> dict[str, str]:
     return {"verdict": rng.choice(VERDICTS), "subtask_label": rng.choice(SUBTASKS)}
 
 
-async def _annotate_once(client: httpx.AsyncClient, campaign: str, rng: random.Random, result: PhaseResult) -> bool:
+async def _annotate_once(client: LeanClient, campaign: str, rng: random.Random, result: PhaseResult) -> bool:
     """One next → submit → retry cycle; False when the queue has nothing left for this client."""
     started = time.perf_counter()
     offered = await client.get(f"/campaigns/{campaign}/next")
@@ -145,7 +142,7 @@ async def _annotate_once(client: httpx.AsyncClient, campaign: str, rng: random.R
     return True
 
 
-async def _noop_once(client: httpx.AsyncClient, _campaign: str, _rng: random.Random, result: PhaseResult) -> bool:
+async def _noop_once(client: LeanClient, _campaign: str, _rng: random.Random, result: PhaseResult) -> bool:
     started = time.perf_counter()
     for _ in range(3):
         reply = await client.get("/_noop")
@@ -157,11 +154,11 @@ async def _noop_once(client: httpx.AsyncClient, _campaign: str, _rng: random.Ran
     return True
 
 
-CycleFn = Callable[[httpx.AsyncClient, str, random.Random, PhaseResult], Awaitable[bool]]
+CycleFn = Callable[[LeanClient, str, random.Random, PhaseResult], Awaitable[bool]]
 
 
 async def _client_loop(
-    client: httpx.AsyncClient,
+    client: LeanClient,
     cycle: CycleFn,
     campaign: str,
     deadline: float,
@@ -189,7 +186,7 @@ async def _client_loop(
 
 async def run_phase(
     name: str,
-    clients: list[httpx.AsyncClient],
+    clients: list[LeanClient],
     *,
     campaign: str,
     seconds: float,
@@ -222,7 +219,7 @@ async def run_phase(
     return result
 
 
-async def warm_up(clients: list[httpx.AsyncClient]) -> None:
+async def warm_up(clients: list[LeanClient]) -> None:
     """Open every client's connection (one authenticated request each) before anything is timed."""
     replies = await asyncio.gather(*(client.get("/me") for client in clients))
     failed = [reply.status_code for reply in replies if reply.status_code != 200]

@@ -25,6 +25,7 @@ from typing import Any
 
 import httpx
 from load_clients import PhaseResult, _client_loop, _vote, login_all, open_clients, warm_up
+from load_http import LeanClient, LeanResponse
 from load_proxy import TcpProxy
 from sqlalchemy.engine import make_url
 from tqdm import tqdm
@@ -34,8 +35,8 @@ GIVE_UP_S = 60.0
 
 
 async def submit_until_settled(
-    client: httpx.AsyncClient, campaign: str, body: dict[str, Any], result: PhaseResult
-) -> httpx.Response | None:
+    client: LeanClient, campaign: str, body: dict[str, Any], result: PhaseResult
+) -> LeanResponse | None:
     """POST ``body`` until the server settles it (any answer but 503); None when it never did within GIVE_UP_S."""
     deadline = time.monotonic() + GIVE_UP_S
     while time.monotonic() < deadline:
@@ -52,7 +53,7 @@ async def submit_until_settled(
     return None
 
 
-async def faulty_cycle(client: httpx.AsyncClient, campaign: str, rng: random.Random, result: PhaseResult) -> bool:
+async def faulty_cycle(client: LeanClient, campaign: str, rng: random.Random, result: PhaseResult) -> bool:
     """next → submit (resent until settled) → the same submit again; False when nothing is left."""
     try:
         offered = await client.get(f"/campaigns/{campaign}/next")

@@ -55,6 +55,11 @@ class Settings(BaseSettings):
     #: ``h2h studio``: how many connections one client address may hold open at once; one more is answered 429 and
     #: closed (the reverse proxies of ``forwarded_allow_ips`` are not counted).
     max_connections_per_address: int = Field(default=64, gt=0)
+    #: How many requests' handlers one studio process runs at once (anyio's worker threads: the REST routes' and the
+    #: pages' handlers, which do the store work); the others wait their turn. More threads than this only contend for
+    #: Python's one interpreter lock: at anyio's default of 40 an answering cycle cost ~15% more CPU on PostgreSQL
+    #: (``benchmarks/README.md``, "Worker threads").
+    worker_threads: int = Field(default=16, gt=0)
 
 
 def get_settings(**overrides: Any) -> Settings:

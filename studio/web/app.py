@@ -15,12 +15,13 @@ import os
 import shutil
 import tempfile
 import weakref
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from sqlalchemy import Engine
 from starlette.concurrency import run_in_threadpool
@@ -150,7 +151,25 @@ def create_app(settings: Settings) -> FastAPI:
         blocks.delete_cache = CACHE_SWEEP
         mounted = mount_ui(app, blocks, engine=engine, settings=settings, recent=recent)
     add_store_fault_handlers(gradio_app(mounted), status_code=GRADIO_STATUS)
+    limit_worker_threads(mounted, threads=settings.worker_threads)
     return mounted
+
+
+def limit_worker_threads(app: FastAPI, *, threads: int) -> None:
+    """Run at most ``threads`` handlers at once in ``app``'s worker threads (anyio's default limiter, which FastAPI's
+    sync routes and Gradio's handlers share), set as the app starts in the event loop that serves it.
+
+    Why not anyio's 40: a handler spends most of its time in the store's driver, handing Python's interpreter lock
+    back and forth; with 40 threads contending for it, each hand-over cost more (``Settings.worker_threads``)."""
+    serve = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(served: Any) -> AsyncIterator[Any]:
+        anyio.to_thread.current_default_thread_limiter().total_tokens = threads
+        async with serve(served) as state:
+            yield state
+
+    app.router.lifespan_context = lifespan
 
 
 def mount_ui(app: FastAPI, blocks: Any, *, engine: Engine, settings: Settings, recent: RecentCallers) -> FastAPI:
