@@ -100,14 +100,15 @@ def _busy(phase: PhaseResult) -> str:
 
 
 def _ceiling(one: PhaseResult) -> str:
-    """What any number of processes could reach on this machine at one process's whole-machine CPU per answer
-    (studio, PostgreSQL, nginx and the load generator together): the machine's cores over that cost."""
+    """What any number of processes could reach on this machine if each answer cost what it cost ``one`` (studio,
+    PostgreSQL, nginx and the load generator together): the machine's cores over that cost. An estimate, not a bound:
+    a process with fewer clients contends less for its interpreter lock and may spend less per answer."""
     if not (one.machine_busy_s and one.cycles):
-        return "machine ceiling: - (no CPU figures)"
+        return "machine estimate: - (no CPU figures)"
     per_answer_s = one.machine_busy_s / one.cycles
     ceiling = (os.cpu_count() or 1) / per_answer_s
     return (
-        f"machine ceiling at {one.name}'s CPU per answer ({per_answer_s * 1e3:.1f} ms of all processes): "
+        f"machine estimate at {one.name}'s CPU per answer ({per_answer_s * 1e3:.1f} ms of all processes): "
         f"{ceiling:.1f} answers/s = {ceiling / one.cycles_per_s:.2f}x"
     )
 
