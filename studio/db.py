@@ -31,8 +31,9 @@ logger = logging.getLogger(__name__)
 MIGRATIONS_DIR = Path(__file__).resolve().parent / "migrations"
 _BEGIN_OPTION = "h2h_sqlite_begin"
 _LOCK_HELD = "h2h_writer_lock_held"
-#: Sync routes run on anyio's 40 worker threads: 40 pooled connections serve them all without the pool closing
-#: overflow connections at check-in and opening (and re-running the PRAGMAs on) new ones under load.
+#: Handlers run on at most ``H2H_WORKER_THREADS`` threads (16 by default; anyio's own default, and the most a process
+#: ran before the setting, is 40): 40 pooled connections serve them all without the pool closing overflow connections
+#: at check-in and opening (and re-running the PRAGMAs on) new ones under load. Connections open as they are needed.
 POOL_SIZE = 40
 POOL_MAX_OVERFLOW = 20
 #: PostgreSQL connections older than this are replaced at checkout (servers and proxies drop long-idle connections).

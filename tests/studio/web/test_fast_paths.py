@@ -253,10 +253,11 @@ def test_a_stored_answer_reads_back_as_submit_returned_it(
         assert (lease.outcome, lease.released_at) == ("answered", returned.created_at)
 
 
-def test_the_pool_covers_anyios_forty_worker_threads(db_url: str) -> None:
+def test_the_pool_covers_the_worker_threads(db_url: str) -> None:
     engine = create_db_engine(db_url)
     try:
         assert engine.pool.size() == POOL_SIZE == 40 and POOL_MAX_OVERFLOW == 20
+        assert get_settings().worker_threads <= POOL_SIZE  # every handler that may run at once has its connection
     finally:
         engine.dispose()
 
