@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     max_connections_per_address: int = Field(default=64, gt=0)
     #: How many requests' handlers one studio process runs at once (anyio's worker threads: the REST routes' and the
     #: pages' handlers, which do the store work); the others wait their turn. More threads than this only contend for
-    #: Python's one interpreter lock: at anyio's default of 40 an answering cycle cost ~15% more CPU on PostgreSQL
+    #: Python's one interpreter lock: at anyio's default of 40 an answering cycle cost 10–15% more CPU on PostgreSQL
     #: (``benchmarks/README.md``, "Worker threads"). At most 60: the store's pool has 40 connections and 20 more
     #: for bursts (``studio.db.POOL_SIZE``), and a handler beyond them would hold its thread waiting for one.
     worker_threads: int = Field(default=16, gt=0, le=60)
