@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import socket
 import subprocess
 import sys
 import time
@@ -24,6 +23,7 @@ import httpx
 
 from tests.repo import REPO_ROOT
 from tests.requirements import require
+from tests.serving import neighbouring_free_ports
 
 NGINX = Path("/usr/sbin/nginx")
 STUDIO_START_TIMEOUT_S = 180.0
@@ -97,19 +97,6 @@ def start_studio(database_url: str, port: int, log: Path, *, workers: int = 1) -
     return studio
 
 
-def free_port_pair(nginx_module: ModuleType) -> int:
-    """A free port P whose neighbour P+1 is free too (``--workers 2`` listens on both)."""
-    for _ in range(50):
-        port = int(nginx_module.free_port())
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port + 1))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no two neighbouring free ports on 127.0.0.1")
-
-
 @dataclass
 class Team:
     """The served studio: nginx's URL, nginx itself (``upstreams()`` reads its access log), the studio's ports and
@@ -135,7 +122,7 @@ def team_behind_nginx(database_url: str, folder: Path, *, processes: int = 2, wo
     with ExitStack() as stack:
         started: list[StudioProcess] = []
         if workers:
-            first = free_port_pair(nginx_module) if processes == 2 else int(nginx_module.free_port())
+            first = neighbouring_free_ports(processes)
             started.append(start_studio(database_url, first, folder / "studio.log", workers=processes))
             stack.callback(started[-1].stop)
             ports = list(range(first, first + processes))

@@ -18,8 +18,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.serving import neighbouring_free_ports
 from tests.studio.conftest import PASSWORD
-from tests.studio.studio_process import free_port
 
 H2H = [sys.executable, "-c", "from pipeline.cli import main; main()"]
 START_SECONDS = 120
@@ -54,9 +54,7 @@ def children(pid: int) -> list[int]:
 
 @pytest.fixture
 def two_workers(postgres_url: str, corpus_campaign: str) -> Iterator[tuple[list[str], subprocess.Popen[bytes]]]:
-    port = free_port()
-    while free_port() == port + 1:  # the next port must be free too (rarely it is the one just probed)
-        pass
+    port = neighbouring_free_ports(2)
     env = {**os.environ, "H2H_DATABASE_URL": postgres_url}
     process = subprocess.Popen([*H2H, "studio", "--workers", "2", "--port", str(port)], env=env)
     bases = [f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port + 1}"]
