@@ -99,17 +99,17 @@ def _busy(phase: PhaseResult) -> str:
     return f"{phase.machine_busy_s / phase.seconds:5.2f}" if phase.machine_busy_s is not None else "    -"
 
 
-def _ceiling(one: PhaseResult) -> str:
+def _machine_estimate(one: PhaseResult) -> str:
     """What any number of processes could reach on this machine if each answer cost what it cost ``one`` (studio,
     PostgreSQL, nginx and the load generator together): the machine's cores over that cost. An estimate, not a bound:
     a process with fewer clients contends less for its interpreter lock and may spend less per answer."""
     if not (one.machine_busy_s and one.cycles):
         return "machine estimate: - (no CPU figures)"
     per_answer_s = one.machine_busy_s / one.cycles
-    ceiling = (os.cpu_count() or 1) / per_answer_s
+    estimate = (os.cpu_count() or 1) / per_answer_s
     return (
         f"machine estimate at {one.name}'s CPU per answer ({per_answer_s * 1e3:.1f} ms of all processes): "
-        f"{ceiling:.1f} answers/s = {ceiling / one.cycles_per_s:.2f}x"
+        f"{estimate:.1f} answers/s = {estimate / one.cycles_per_s:.2f}x"
     )
 
 
@@ -141,7 +141,7 @@ def compare_report(phases: list[PhaseResult], teams: dict[str, Team], integrity:
         f"{os.cpu_count()}; load average at the end: {', '.join(f'{value:.2f}' for value in os.getloadavg())})",
         "",
         f"{many.name} vs {one.name}: {ratio:.2f}x the answers/s (goal >= 1.3); per round: {per_round}",
-        _ceiling(one),
+        _machine_estimate(one),
         f"integrity: acknowledged {integrity.acknowledged}, stored {integrity.stored}, lost {integrity.lost}, "
         f"altered {integrity.altered}, doubled {integrity.doubled}, items over quota {integrity.over_quota_items}, "
         f"answer_count mismatches {integrity.count_mismatch_items}, retry mismatches {integrity.retry_mismatches}",
