@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Connection, Engine, create_engine, event, text
+from sqlalchemy import Connection, Engine, create_engine, event, func, text
 from sqlalchemy.engine import make_url
 from sqlmodel import Session
 
@@ -259,7 +259,24 @@ def lock_person(session: Session, user_id: int) -> bool:
     other, so the second finds the lease the first took instead of taking a second item (no hoarding) — without
     holding up anyone else, as a campaign-wide lock would.
     """
+    if session.info.get(_PERSON_LOCKED) == (session.get_transaction(), user_id):
+        return True  # taken already in this transaction, by the statement of person_lock_column
     return _advisory_lock(session, _PERSON_LOCKS, user_id)
+
+
+_PERSON_LOCKED = "studio.db.person_locked"
+
+
+def person_lock_column(user_id: Any) -> Any:
+    """PostgreSQL: a column that takes :func:`lock_person`'s lock for the person ``user_id`` (a bind parameter) as a
+    statement reads its one row — saving the lock its own round trip. Call :func:`note_person_locked` after."""
+    return func.pg_advisory_xact_lock(_PERSON_LOCKS, user_id)
+
+
+def note_person_locked(session: Session, user_id: int) -> None:
+    """Record that a statement with :func:`person_lock_column` took ``user_id``'s lock in the session's transaction,
+    so :func:`lock_person` does not send it again in that transaction (the lock ends with it)."""
+    session.info[_PERSON_LOCKED] = (session.get_transaction(), user_id)
 
 
 def lock_item(session: Session, item_id: int) -> bool:

@@ -8,31 +8,34 @@ item's row lock (PostgreSQL) or the write lock (SQLite).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any
 
-from sqlalchemy import Select, and_, bindparam, exists, func, insert, or_, select, update
+from sqlalchemy import Select, and_, bindparam, exists, func, insert, literal_column, or_, select, update
 from sqlalchemy.sql.dml import Insert, Update
 from sqlmodel import Session, col
 
 from studio.db import core_connection, is_sqlite
+from studio.direct_sql import execute
 from studio.models import Answer, AnswerPublic, Item, Lease
-from studio.services.queue_rows import release_lease, table_of
+from studio.services.queue_rows import LEASE_FIELDS, lease_from_columns, release_lease, table_of
 
-_ANSWER_COLUMNS = (
-    col(Answer.id),
-    col(Answer.item_id),
-    col(Answer.campaign_id),
-    col(Answer.user_id),
-    col(Answer.values),
-    col(Answer.submission_id),
-    col(Answer.seconds_spent),
-    col(Answer.server_seconds),
-    col(Answer.created_at),
-    col(Answer.updated_at),
-    col(Answer.revision),
+_ANSWER_FIELDS = (
+    "id",
+    "item_id",
+    "campaign_id",
+    "user_id",
+    "values",
+    "submission_id",
+    "seconds_spent",
+    "server_seconds",
+    "created_at",
+    "updated_at",
+    "revision",
 )
+_ANSWER_COLUMNS = tuple(table_of(Answer).c[name] for name in _ANSWER_FIELDS)
 
 
 @lru_cache(maxsize=1)
@@ -42,33 +45,55 @@ def _by_submission_query() -> Select[*tuple[Any, ...]]:
 
 def answer_by_submission(session: Session, submission_id: str) -> AnswerPublic | None:
     """The answer stored under ``submission_id`` (unique across the store), if any."""
-    row = core_connection(session).execute(_by_submission_query(), {"submission_id": submission_id}).first()
+    row = execute(session, _by_submission_query(), {"submission_id": submission_id}).first()
     return None if row is None else AnswerPublic.model_construct(**row._asdict())
 
 
+@dataclass(frozen=True, slots=True)
+class EarlierRows:
+    """What a submit decides on, read in one statement once the item is locked: the answer stored under its
+    ``submission_id`` (a retry), this person's answer to the item (already answered), and the lease it names."""
+
+    by_submission: AnswerPublic | None
+    to_item: AnswerPublic | None
+    lease: Any  # the lease's row (queue_rows' lease columns), None when unknown
+
+
 @lru_cache(maxsize=1)
-def _earlier_answers_query() -> Select[*tuple[Any, ...]]:
-    return select(*_ANSWER_COLUMNS).where(
-        or_(
-            col(Answer.submission_id) == bindparam("submission_id"),
-            and_(col(Answer.item_id) == bindparam("item_id"), col(Answer.user_id) == bindparam("user_id")),
-        )
+def _earlier_answers_query() -> Select[Any]:
+    """One row per matching answer (none: one row of NULLs), each with the lease's columns beside it: a one-row anchor
+    joined to the lease by id and to the answers by submission_id or (item, person), both outer joins."""
+    lease, answer = table_of(Lease), table_of(Answer)
+    anchor = select(literal_column("1").label("anchor")).subquery("anchor")
+    matches = or_(
+        answer.c.submission_id == bindparam("submission_id"),
+        and_(answer.c.item_id == bindparam("item_id"), answer.c.user_id == bindparam("user_id")),
     )
+    joined = anchor.outerjoin(lease, lease.c.id == bindparam("lease_id")).outerjoin(answer, matches)
+    return select(
+        *(lease.c[name].label(f"lease_{name}") for name in LEASE_FIELDS),
+        *(answer.c[name].label(f"answer_{name}") for name in _ANSWER_FIELDS),
+    ).select_from(joined)
 
 
-def earlier_answers(
-    session: Session, *, submission_id: str, item_id: int, user_id: int
-) -> tuple[AnswerPublic | None, AnswerPublic | None]:
-    """In one query: the answer stored under ``submission_id`` and this person's answer to ``item_id`` (each or None;
-    the same answer twice for a retry)."""
-    bound = {"submission_id": submission_id, "item_id": item_id, "user_id": user_id}
-    rows = [
-        AnswerPublic.model_construct(**row._asdict())
-        for row in core_connection(session).execute(_earlier_answers_query(), bound)
+def earlier_answers(session: Session, *, submission_id: str, item_id: int, user_id: int, lease_id: str) -> EarlierRows:
+    """In one query: the answer stored under ``submission_id``, this person's answer to ``item_id`` (each or None;
+    the same answer twice for a retry) and lease ``lease_id``'s row (or None)."""
+    bound = {"submission_id": submission_id, "item_id": item_id, "user_id": user_id, "lease_id": lease_id}
+    rows = list(execute(session, _earlier_answers_query(), bound))
+    answers = [
+        AnswerPublic.model_construct(**{name: getattr(row, f"answer_{name}") for name in _ANSWER_FIELDS})
+        for row in rows
+        if row.answer_id is not None
     ]
-    by_submission = next((row for row in rows if row.submission_id == submission_id), None)
-    to_item = next((row for row in rows if row.item_id == item_id and row.user_id == user_id), None)
-    return by_submission, to_item
+    lease = None
+    if rows and rows[0].lease_id is not None:
+        lease = lease_from_columns({name: getattr(rows[0], f"lease_{name}") for name in LEASE_FIELDS})
+    return EarlierRows(
+        by_submission=next((row for row in answers if row.submission_id == submission_id), None),
+        to_item=next((row for row in answers if row.item_id == item_id and row.user_id == user_id), None),
+        lease=lease,
+    )
 
 
 @lru_cache(maxsize=1)
@@ -92,7 +117,7 @@ def insert_answer(session: Session, **values: Any) -> AnswerPublic:
     if key is None:
         raise RuntimeError("the database did not report the new answer's id")
     answer_id = key[0]
-    conn.execute(_count_answer(), {"item_id": values["item_id"]})
+    execute(session, _count_answer(), {"item_id": values["item_id"]})
     return AnswerPublic.model_construct(id=answer_id, **values)
 
 
@@ -151,7 +176,7 @@ def store_answer(session: Session, *, lease_id: str, at: datetime, **values: Any
     # Parameters named apart from every column: Core adds an execute parameter named like a column to an UPDATE's SET.
     bound = {f"answer_{name}": value for name, value in values.items()}
     bound.update(answer_revision=0, lease_id=lease_id, at=at)
-    row = core_connection(session).execute(_store_in_one_statement(), bound).one()
+    row = execute(session, _store_in_one_statement(), bound).one()
     if row.answer_id is None:
         return None
     return AnswerPublic.model_construct(id=row.answer_id, **values, revision=0)

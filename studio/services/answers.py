@@ -42,7 +42,7 @@ from studio.services.answers_mine import (
 from studio.services.queue import (
     campaign_item,
     campaign_state,
-    own_lease,
+    checked_own_lease,
     require_open,
 )
 from studio.services.queue_rows import CampaignState, live_lease_count
@@ -207,15 +207,16 @@ def submit(
     if live_rating:
         lock_item(session, item_id)  # a live session's turns take this lock: a rating waits for a turn under way
     now = clock or utc_now()  # under the item's lock (SQLite: the write lock, taken at the first read above)
-    retried, answered = earlier_answers(
-        session, submission_id=submission.submission_id, item_id=item_id, user_id=user.id
+    earlier = earlier_answers(
+        session, submission_id=submission.submission_id, item_id=item_id, user_id=user.id, lease_id=submission.lease_id
     )
+    retried, answered = earlier.by_submission, earlier.to_item
     if retried is not None:
         answer = _retry_of(session, retried, campaign=campaign, user=user, item_id=item_id, values=values)
         return SubmitResult(created=False, answer=answer)
     if answered is not None:
         raise Conflict(f"item_id: you already answered item {item_id}; revise it with PUT .../answers/{item_id}")
-    lease = own_lease(session, found, user, item_id, submission.lease_id)
+    lease = checked_own_lease(earlier.lease, found, user, item_id, submission.lease_id)
     # An expired lease's slot may be handed on: handing out needs this item's row lock, held here, so the slots
     # counted now stay as they are until this transaction ends.
     _check_slot(session, found, item, lease, now)

@@ -94,12 +94,16 @@ def campaign_schema(campaign: Campaign) -> WorkflowSchema:
     return parsed_schema(json.dumps(campaign.schema_snapshot, sort_keys=True))
 
 
-def campaign_state(session: Session, name: str) -> CampaignState:
+def campaign_state(session: Session, name: str, *, locking_person: int | None = None) -> CampaignState:
     """What answering needs of the campaign called ``name`` (plain columns, parsed schema); ``NotFound`` otherwise.
 
-    Read once per session, like :func:`get_campaign`; the next session reads the status again.
+    Read once per session, like :func:`get_campaign`; the next session reads the status again. ``locking_person``:
+    where this is the session's first read of it, the read also takes that person's lock on PostgreSQL
+    (:func:`studio.db.lock_person`, which then sends nothing) — for a request that will take it anyway.
     """
-    return _once_per_session(session, _CAMPAIGN_STATES, name, lambda known: campaign_row(session, known))
+    return _once_per_session(
+        session, _CAMPAIGN_STATES, name, lambda known: campaign_row(session, known, locking_person=locking_person)
+    )
 
 
 def _once_per_session(
@@ -266,7 +270,11 @@ def next_item(
 
 def own_lease(session: Session, campaign: CampaignState, user: UserPublic, item_id: int, lease_id: str) -> Any:
     """The caller's lease row ``lease_id`` on ``item_id``: 404 unknown, 403 someone else's, 409 for another item."""
-    lease = lease_row(session, lease_id)
+    return checked_own_lease(lease_row(session, lease_id), campaign, user, item_id, lease_id)
+
+
+def checked_own_lease(lease: Any, campaign: CampaignState, user: UserPublic, item_id: int, lease_id: str) -> Any:
+    """:func:`own_lease` on a lease row read already (None: not found)."""
     if lease is None or lease.campaign_id != campaign.id:
         raise NotFound(f"lease_id: no lease {lease_id!r} in campaign {campaign.name!r}")
     if lease.user_id != user.id:

@@ -11,6 +11,8 @@ Rows are read-only snapshots; change the store through the functions here, never
 
 from __future__ import annotations
 
+from collections import namedtuple
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -18,7 +20,6 @@ from typing import Any
 
 from sqlalchemy import (
     Integer,
-    Row,
     Select,
     Table,
     Text,
@@ -37,7 +38,8 @@ from sqlalchemy.sql.dml import Insert, Update
 from sqlalchemy.types import String
 from sqlmodel import Session, SQLModel, col
 
-from studio.db import core_connection
+from studio.db import is_sqlite, note_person_locked, person_lock_column
+from studio.direct_sql import DirectRow, execute
 from studio.models import Answer, Campaign, Item, Lease, ResponseRow, ScenarioRow, ScoreRow, Skip
 from studio.models.types import UTCDateTime
 from studio.workflows import WorkflowSchema
@@ -75,10 +77,10 @@ def _live_lease(now: Any) -> tuple[Any, Any]:
     return col(Lease.released_at).is_(None), col(Lease.expires_at) > now
 
 
-@lru_cache(maxsize=1)
-def _campaign_query() -> Select[*tuple[Any, ...]]:
+@lru_cache(maxsize=2)
+def _campaign_query(*, locking_person: bool = False) -> Select[*tuple[Any, ...]]:
     # The snapshot as text: it keys the parsed-schema cache, so a request never decodes or re-validates it.
-    return select(
+    query = select(
         col(Campaign.id),
         col(Campaign.name),
         col(Campaign.status),
@@ -89,6 +91,9 @@ def _campaign_query() -> Select[*tuple[Any, ...]]:
         col(Campaign.decide_below_quota),
         cast(col(Campaign.schema_snapshot), Text).label("snapshot"),
     ).where(col(Campaign.name) == bindparam("name"))
+    if locking_person:  # PostgreSQL: the person's lock taken as the campaign's one row is read
+        return query.add_columns(person_lock_column(bindparam("user_id", type_=Integer())).label("person_locked"))
+    return query
 
 
 @lru_cache(maxsize=64)
@@ -98,8 +103,15 @@ def parsed_schema(snapshot_json: str) -> WorkflowSchema:
     return WorkflowSchema.model_validate_json(snapshot_json)
 
 
-def campaign_row(session: Session, name: str) -> CampaignState | None:
-    row = core_connection(session).execute(_campaign_query(), {"name": name}).first()
+def campaign_row(session: Session, name: str, *, locking_person: int | None = None) -> CampaignState | None:
+    """The campaign called ``name``, or None. ``locking_person``: on PostgreSQL the same statement takes that person's
+    lock (:func:`studio.db.lock_person`) when the campaign exists — one round trip, not two."""
+    if locking_person is not None and not is_sqlite(session.get_bind()):
+        row = execute(session, _campaign_query(locking_person=True), {"name": name, "user_id": locking_person}).first()
+        if row is not None:
+            note_person_locked(session, locking_person)
+    else:
+        row = execute(session, _campaign_query(), {"name": name}).first()
     if row is None:
         return None
     return CampaignState(
@@ -125,16 +137,15 @@ _ITEM_COLUMNS = (
     col(Item.response_b_id),
     col(Item.stopped_at),
 )
-_LEASE_COLUMNS = (
-    col(Lease.id),
-    col(Lease.campaign_id),
-    col(Lease.item_id),
-    col(Lease.user_id),
-    col(Lease.issued_at),
-    col(Lease.expires_at),
-    col(Lease.released_at),
-    col(Lease.outcome),
-)
+#: The lease's columns as :func:`lease_row` returns them (by attribute, in this order).
+LEASE_FIELDS = ("id", "campaign_id", "item_id", "user_id", "issued_at", "expires_at", "released_at", "outcome")
+_LEASE_COLUMNS = tuple(table_of(Lease).c[name] for name in LEASE_FIELDS)
+_LeaseRow = namedtuple("_LeaseRow", LEASE_FIELDS)  # type: ignore[misc]  # noqa: PYI024
+
+
+def lease_from_columns(columns: Mapping[str, Any]) -> DirectRow:
+    """A lease row as :func:`lease_row` returns it, from its columns read by another statement."""
+    return _LeaseRow(**columns)
 
 
 @lru_cache(maxsize=2)
@@ -143,12 +154,12 @@ def _item_query(*, locked: bool) -> Select[*tuple[Any, ...]]:
     return query.with_for_update(key_share=True) if locked else query
 
 
-def item_row(session: Session, item_id: int, *, locked: bool = False) -> Row[*tuple[Any, ...]] | None:
+def item_row(session: Session, item_id: int, *, locked: bool = False) -> DirectRow | None:
     """The item's columns (id, campaign_id, position, answer_count, scenario_id, response_id, response_b_id,
     stopped_at). ``locked``: PostgreSQL locks the row until the transaction ends (``FOR NO KEY UPDATE``, see
     :func:`_candidate_query`; SQLite's write lock already covers it) and the row read is the latest committed one —
     what a decision about its slots must see."""
-    return core_connection(session).execute(_item_query(locked=locked), {"item_id": item_id}).first()
+    return execute(session, _item_query(locked=locked), {"item_id": item_id}).first()
 
 
 def _open_to(item: Any, user_id: Any) -> tuple[Any, ...]:
@@ -222,24 +233,24 @@ def _below() -> Any:
 
 def candidate_item(
     session: Session, campaign: CampaignState, user_id: int, now: datetime, *, skipped: bool
-) -> Row[*tuple[Any, ...]] | None:
+) -> DirectRow | None:
     """The first open item for this person, among the ones they skipped or the ones they did not — those in the
     campaign's ``assignment`` order (``fill``: the items with the most answers first; ``spread``: the fewest) —
     locked on PostgreSQL, passing over items locked by others (see :func:`_candidate_query`)."""
-    conn, quota = core_connection(session), campaign.people_per_item
+    quota = campaign.people_per_item
     bound = {"campaign_id": campaign.id, "quota": quota, "user_id": user_id, "now": now, "below": quota}
     kind = "skipped" if skipped else "fill" if campaign.assignment == "fill" else "spread"
-    if kind == "fill" and conn.dialect.name == "postgresql":
+    if kind == "fill" and not is_sqlite(session.get_bind()):
         kind = "fill_ordered"
-    found = conn.execute(_candidate_query(kind), bound).first()
+    found = execute(session, _candidate_query(kind), bound).first()
     while found is None and kind == "fill":
         # Nothing at the fullest open level, or every item there is locked by someone else's transaction: the next
         # level down (a rare path: one more statement per level tried).
-        level = conn.execute(_candidate_query("fill_level"), bound).scalar()
+        level = execute(session, _candidate_query("fill_level"), bound).scalar()
         if level is None:
             return None
         bound["below"] = level
-        found = conn.execute(_candidate_query(kind), bound).first()
+        found = execute(session, _candidate_query(kind), bound).first()
     return found
 
 
@@ -290,7 +301,7 @@ def claim_lease(
         "now": issued_at,
         "quota": campaign.people_per_item,
     }
-    return core_connection(session).execute(_claim_lease(), bound).first() is not None
+    return execute(session, _claim_lease(), bound).first() is not None
 
 
 @lru_cache(maxsize=1)
@@ -307,10 +318,10 @@ def _live_lease_query() -> Select[*tuple[Any, ...]]:
     )
 
 
-def live_lease_of(session: Session, campaign_id: int, user_id: int, now: datetime) -> Row[*tuple[Any, ...]] | None:
+def live_lease_of(session: Session, campaign_id: int, user_id: int, now: datetime) -> DirectRow | None:
     """This person's live lease in the campaign (the newest), if any."""
     bound = {"campaign_id": campaign_id, "user_id": user_id, "now": now}
-    return core_connection(session).execute(_live_lease_query(), bound).first()
+    return execute(session, _live_lease_query(), bound).first()
 
 
 @lru_cache(maxsize=1)
@@ -318,8 +329,8 @@ def _lease_query() -> Select[*tuple[Any, ...]]:
     return select(*_LEASE_COLUMNS).where(col(Lease.id) == bindparam("lease_id"))
 
 
-def lease_row(session: Session, lease_id: str) -> Row[*tuple[Any, ...]] | None:
-    return core_connection(session).execute(_lease_query(), {"lease_id": lease_id}).first()
+def lease_row(session: Session, lease_id: str) -> DirectRow | None:
+    return execute(session, _lease_query(), {"lease_id": lease_id}).first()
 
 
 @lru_cache(maxsize=1)
@@ -337,7 +348,7 @@ def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str
     The condition is in the UPDATE itself, so two transactions closing one lease cannot both succeed.
     """
     bound = {"lease_id": lease_id, "released_at": at, "outcome": outcome}
-    return int(core_connection(session).execute(_release_lease(), bound).rowcount) == 1
+    return int(execute(session, _release_lease(), bound).rowcount) == 1
 
 
 @lru_cache(maxsize=1)
@@ -350,7 +361,7 @@ def _live_lease_count_query() -> Select[*tuple[Any, ...]]:
 def live_lease_count(session: Session, item_id: int, now: datetime, *, excluding: str = "") -> int:
     """Leases on ``item_id`` that are neither released nor expired (not counting lease ``excluding``)."""
     bound = {"item_id": item_id, "now": now, "excluding": excluding}
-    return int(core_connection(session).execute(_live_lease_count_query(), bound).scalar_one())
+    return int(execute(session, _live_lease_count_query(), bound).scalar_one())
 
 
 @lru_cache(maxsize=8)
@@ -358,12 +369,12 @@ def _by_id_query(table: Any) -> Select[*tuple[Any, ...]]:
     return select(table).where(table.c.id == bindparam("row_id"))
 
 
-def scenario_row(session: Session, scenario_id: str) -> Row[*tuple[Any, ...]] | None:
-    return core_connection(session).execute(_by_id_query(table_of(ScenarioRow)), {"row_id": scenario_id}).first()
+def scenario_row(session: Session, scenario_id: str) -> DirectRow | None:
+    return execute(session, _by_id_query(table_of(ScenarioRow)), {"row_id": scenario_id}).first()
 
 
-def response_row(session: Session, response_id: int) -> Row[*tuple[Any, ...]] | None:
-    return core_connection(session).execute(_by_id_query(table_of(ResponseRow)), {"row_id": response_id}).first()
+def response_row(session: Session, response_id: int) -> DirectRow | None:
+    return execute(session, _by_id_query(table_of(ResponseRow)), {"row_id": response_id}).first()
 
 
 @lru_cache(maxsize=1)
@@ -371,5 +382,5 @@ def _score_query() -> Select[*tuple[Any, ...]]:
     return select(table_of(ScoreRow)).where(col(ScoreRow.response_id) == bindparam("response_id")).limit(1)
 
 
-def score_row(session: Session, response_id: int) -> Row[*tuple[Any, ...]] | None:
-    return core_connection(session).execute(_score_query(), {"response_id": response_id}).first()
+def score_row(session: Session, response_id: int) -> DirectRow | None:
+    return execute(session, _score_query(), {"response_id": response_id}).first()

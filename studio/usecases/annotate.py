@@ -103,8 +103,11 @@ def campaign_summaries(session: Session, *, caller: UserPublic) -> list[Campaign
 def next_item(session: Session, *, caller: UserPublic, campaign: str, lease_seconds: int) -> ItemView | None:
     """Lease the caller's next item (or give back the one they hold) and the view of it; None when none is left.
 
-    Run it in a write session: handing out decides under the campaign's queue lock.
+    Run it in a write session: handing out decides under the caller's own lock (one request of theirs at a time).
     """
+    # The campaign read takes that lock too (one round trip on PostgreSQL, not two). It comes before the check that
+    # the caller may answer the campaign: a refused caller has held only their own lock, for this transaction.
+    queue.campaign_state(session, campaign, locking_person=caller.id)
     _item_by_item(session, caller, campaign)
     handout = queue.take_lease(session, campaign=campaign, user=caller, lease_seconds=lease_seconds)
     # The view's few reads stay in this transaction: measured with benchmarks/bench_load.py, a second (read)

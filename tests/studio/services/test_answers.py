@@ -183,15 +183,15 @@ def test_a_skip_committed_while_a_submit_of_the_same_lease_runs_makes_the_submit
 
     person = users["annotator"]
     view = take(corpus, person)
-    read_lease = answers_module.own_lease
+    check_lease = answers_module.checked_own_lease
 
-    def read_then_skip_elsewhere(session, *args):  # noqa: ANN001,ANN002,ANN202
-        lease = read_lease(session, *args)  # the submit has read the lease as open ...
+    def read_then_skip_elsewhere(lease, *args):  # noqa: ANN001,ANN002,ANN202
+        assert lease.released_at is None  # the submit has read the lease as open ...
         with write_session(corpus) as other:  # ... when a skip of it commits in another transaction
             skip_item(other, campaign="vote", user=person, item_id=view.item_id, lease_id=view.lease_id)
-        return lease
+        return check_lease(lease, *args)
 
-    monkeypatch.setattr(answers_module, "own_lease", read_then_skip_elsewhere)
+    monkeypatch.setattr(answers_module, "checked_own_lease", read_then_skip_elsewhere)
     with pytest.raises(Conflict, match="released meanwhile"):
         submit(corpus, person, view)
     assert stored_answers(corpus) == 0

@@ -385,10 +385,10 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
     next: caller, campaign, [the person's lock], live lease, next item (PostgreSQL: locked, SKIP LOCKED), the lease
     claimed if the item still has a slot (INSERT ... SELECT), the scenario (one write session; the "vote" campaign's
     items are scenarios). submit on SQLite: caller, submission (read session: not a retry); campaign, item, earlier
-    answers (by submission_id or to this item), lease, then lease release + answer + item count in three statements
-    (write session); retry: caller, submission, campaign, item (read session). On PostgreSQL one write session each:
-    submit: caller, campaign, item (its row locked as it is read), earlier answers, lease, then one statement with
-    data-modifying CTEs; retry: caller, campaign, item (locked), earlier answers.
+    answers (by submission_id or to this item) with the lease beside them, then lease release + answer + item count in
+    three statements (write session); retry: caller, submission, campaign, item (read session). On PostgreSQL one write
+    session each: submit: caller, campaign, item (its row locked as it is read), earlier answers with the lease, then
+    one statement with data-modifying CTEs; retry: caller, campaign, item (locked), earlier answers with the lease.
     """
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
@@ -409,9 +409,9 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
     ]
     postgres = db_url.startswith("postgresql")
     expected = (
-        {"SELECT": 5 + 5 + 4, "INSERT": 1, "UPDATE": 0, "WITH": 1}
+        {"SELECT": 5 + 4 + 4, "INSERT": 1, "UPDATE": 0, "WITH": 1}
         if postgres
-        else {"SELECT": 5 + 6 + 4, "INSERT": 2, "UPDATE": 2, "WITH": 0}
+        else {"SELECT": 5 + 5 + 4, "INSERT": 2, "UPDATE": 2, "WITH": 0}
     )
     assert {kind: work.count(kind) for kind in expected} == expected, statements
     assert len(work) == sum(expected.values()), statements
