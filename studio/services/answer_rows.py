@@ -20,7 +20,8 @@ from sqlmodel import Session, col
 from studio.db import core_connection, is_sqlite
 from studio.direct_sql import execute
 from studio.models import Answer, AnswerPublic, Item, Lease
-from studio.services.queue_rows import LEASE_FIELDS, lease_from_columns, release_lease, table_of
+from studio.services.lease_rows import LEASE_FIELDS, lease_from_columns, release_lease
+from studio.services.queue_rows import table_of
 
 _ANSWER_FIELDS = (
     "id",

@@ -39,13 +39,14 @@ from studio.services.answers_mine import (
     submitted_values,
     values_as_shown,
 )
+from studio.services.lease_rows import live_lease_count
 from studio.services.queue import (
     campaign_item,
     campaign_state,
     checked_own_lease,
     require_open,
 )
-from studio.services.queue_rows import CampaignState, live_lease_count
+from studio.services.queue_rows import CampaignState
 from studio.services.stopping import pending_stop, record_stop
 from studio.services.targets import target_kind
 from studio.services.text import is_unicode, require_unicode

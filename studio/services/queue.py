@@ -8,7 +8,7 @@ after all others. Handing an item out takes a lease; an expired lease frees its 
 a live lease gets the same item back. Every function here runs inside the caller's write session
 (one transaction). Handing out and skipping run one at a time per person (``studio.db.lock_person``); handing out
 locks the item it picks (PostgreSQL: ``FOR UPDATE SKIP LOCKED``, items others are taking or answering passed over)
-and inserts the lease only while the item still has a free slot as committed (``queue_rows.claim_lease``), so
+and inserts the lease only while the item still has a free slot as committed (``lease_rows.claim_lease``), so
 nothing campaign-wide serialises annotators. The rows themselves are read and written by
 :mod:`studio.services.queue_rows` (SQL Core: this is the answering hot path).
 """
@@ -31,16 +31,13 @@ from studio.db import lock_campaign, lock_person
 from studio.errors import Conflict, InvalidInput, NotFound, PermissionDenied
 from studio.models import Campaign, Skip, UserPublic, utc_now
 from studio.services.content import DISPLAY_CHARS, build_item_content
+from studio.services.lease_rows import claim_lease, lease_row, live_lease_of, release_lease
 from studio.services.queue_rows import (
     CampaignState,
     campaign_row,
     candidate_item,
-    claim_lease,
     item_row,
-    lease_row,
-    live_lease_of,
     parsed_schema,
-    release_lease,
     response_row,
     scenario_row,
     score_row,
@@ -94,15 +91,20 @@ def campaign_schema(campaign: Campaign) -> WorkflowSchema:
     return parsed_schema(json.dumps(campaign.schema_snapshot, sort_keys=True))
 
 
-def campaign_state(session: Session, name: str, *, locking_person: int | None = None) -> CampaignState:
+def campaign_state(
+    session: Session, name: str, *, locking_person: int | None = None, holding_item: int | None = None
+) -> CampaignState:
     """What answering needs of the campaign called ``name`` (plain columns, parsed schema); ``NotFound`` otherwise.
 
-    Read once per session, like :func:`get_campaign`; the next session reads the status again. ``locking_person``:
-    where this is the session's first read of it, the read also takes that person's lock on PostgreSQL
-    (:func:`studio.db.lock_person`, which then sends nothing) — for a request that will take it anyway.
+    Read once per session, like :func:`get_campaign`; the next session reads the status again. Where this is the
+    session's first read of it, on PostgreSQL the read may also take person ``locking_person``'s lock, or lock and
+    read item ``holding_item`` (:func:`queue_rows.campaign_row`) — for a request that will do so anyway.
     """
     return _once_per_session(
-        session, _CAMPAIGN_STATES, name, lambda known: campaign_row(session, known, locking_person=locking_person)
+        session,
+        _CAMPAIGN_STATES,
+        name,
+        lambda known: campaign_row(session, known, locking_person=locking_person, holding_item=holding_item),
     )
 
 

@@ -12,7 +12,6 @@ Rows are read-only snapshots; change the store through the functions here, never
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -28,14 +27,10 @@ from sqlalchemy import (
     cast,
     exists,
     func,
-    insert,
     inspect,
-    literal,
     select,
-    update,
+    true,
 )
-from sqlalchemy.sql.dml import Insert, Update
-from sqlalchemy.types import String
 from sqlmodel import Session, SQLModel, col
 
 from studio.db import is_sqlite, note_person_locked, person_lock_column
@@ -68,11 +63,11 @@ def table_of(model: type[SQLModel]) -> Table:
     return table
 
 
-def _now_param() -> Any:
+def now_param() -> Any:
     return bindparam("now", type_=UTCDateTime())
 
 
-def _live_lease(now: Any) -> tuple[Any, Any]:
+def live_lease_conditions(now: Any) -> tuple[Any, Any]:
     """The conditions of a lease that holds a slot at ``now``: neither released nor expired."""
     return col(Lease.released_at).is_(None), col(Lease.expires_at) > now
 
@@ -96,6 +91,38 @@ def _campaign_query(*, locking_person: bool = False) -> Select[*tuple[Any, ...]]
     return query
 
 
+#: The item's columns as :func:`item_row` returns them (by attribute, in this order).
+ITEM_FIELDS = (
+    "id",
+    "campaign_id",
+    "position",
+    "answer_count",
+    "scenario_id",
+    "response_id",
+    "response_b_id",
+    "stopped_at",
+)
+_ITEM_COLUMNS = tuple(table_of(Item).c[name] for name in ITEM_FIELDS)
+_ItemRow = namedtuple("_ItemRow", ITEM_FIELDS)  # type: ignore[misc]  # noqa: PYI024
+_HELD_ITEM = "studio.services.queue_rows.held_item"
+
+
+@lru_cache(maxsize=1)
+def _campaign_holding_item_query() -> Select[*tuple[Any, ...]]:
+    """PostgreSQL: the campaign and, beside it, its item ``item_id`` locked as :func:`item_row` (``locked``) locks it
+    (NULLs when the campaign has no such item): a LATERAL subquery with its own ``FOR NO KEY UPDATE``, so the row
+    lock waits for others and the item's row read is the latest committed one, as in a statement of its own."""
+    item, campaign = table_of(Item), table_of(Campaign)
+    held = (
+        select(*_ITEM_COLUMNS)
+        .where(item.c.id == bindparam("item_id", type_=Integer()), item.c.campaign_id == campaign.c.id)
+        .with_for_update(key_share=True)
+        .lateral("held")
+    )
+    columns = (held.c[name].label(f"item_{name}") for name in ITEM_FIELDS)
+    return _campaign_query().add_columns(*columns).select_from(campaign.outerjoin(held, true()))
+
+
 @lru_cache(maxsize=64)
 def parsed_schema(snapshot_json: str) -> WorkflowSchema:
     """The schema of a stored snapshot, validated once per distinct text and process (immutable text in, frozen
@@ -103,17 +130,27 @@ def parsed_schema(snapshot_json: str) -> WorkflowSchema:
     return WorkflowSchema.model_validate_json(snapshot_json)
 
 
-def campaign_row(session: Session, name: str, *, locking_person: int | None = None) -> CampaignState | None:
-    """The campaign called ``name``, or None. ``locking_person``: on PostgreSQL the same statement takes that person's
-    lock (:func:`studio.db.lock_person`) when the campaign exists — one round trip, not two."""
-    if locking_person is not None and not is_sqlite(session.get_bind()):
+def campaign_row(
+    session: Session, name: str, *, locking_person: int | None = None, holding_item: int | None = None
+) -> CampaignState | None:
+    """The campaign called ``name``, or None. On PostgreSQL the same statement may also (one round trip, not two)
+    take person ``locking_person``'s lock (:func:`studio.db.lock_person`, which then sends nothing), or lock and read
+    item ``holding_item`` for the transaction's next ``item_row(..., locked=True)`` of it. SQLite: the campaign
+    alone (its write lock covers the rest, and a statement there costs no round trip)."""
+    if is_sqlite(session.get_bind()) or (locking_person is None and holding_item is None):
+        row = execute(session, _campaign_query(), {"name": name}).first()
+    elif locking_person is not None:
         row = execute(session, _campaign_query(locking_person=True), {"name": name, "user_id": locking_person}).first()
         if row is not None:
             note_person_locked(session, locking_person)
     else:
-        row = execute(session, _campaign_query(), {"name": name}).first()
-    if row is None:
-        return None
+        row = execute(session, _campaign_holding_item_query(), {"name": name, "item_id": holding_item}).first()
+        if row is not None:
+            _hold_item(session, holding_item, row)
+    return None if row is None else _campaign_state(row)
+
+
+def _campaign_state(row: Any) -> CampaignState:
     return CampaignState(
         id=row.id,
         name=row.name,
@@ -127,25 +164,10 @@ def campaign_row(session: Session, name: str, *, locking_person: int | None = No
     )
 
 
-_ITEM_COLUMNS = (
-    col(Item.id),
-    col(Item.campaign_id),
-    col(Item.position),
-    col(Item.answer_count),
-    col(Item.scenario_id),
-    col(Item.response_id),
-    col(Item.response_b_id),
-    col(Item.stopped_at),
-)
-#: The lease's columns as :func:`lease_row` returns them (by attribute, in this order).
-LEASE_FIELDS = ("id", "campaign_id", "item_id", "user_id", "issued_at", "expires_at", "released_at", "outcome")
-_LEASE_COLUMNS = tuple(table_of(Lease).c[name] for name in LEASE_FIELDS)
-_LeaseRow = namedtuple("_LeaseRow", LEASE_FIELDS)  # type: ignore[misc]  # noqa: PYI024
-
-
-def lease_from_columns(columns: Mapping[str, Any]) -> DirectRow:
-    """A lease row as :func:`lease_row` returns it, from its columns read by another statement."""
-    return _LeaseRow(**columns)
+def _hold_item(session: Session, item_id: Any, row: Any) -> None:
+    """Keep the item row read (and locked) beside the campaign for this transaction's next locked read of it."""
+    item = None if row.item_id is None else _ItemRow(*(getattr(row, f"item_{name}") for name in ITEM_FIELDS))
+    session.info[_HELD_ITEM] = (session.get_transaction(), item_id, item)
 
 
 @lru_cache(maxsize=2)
@@ -158,7 +180,13 @@ def item_row(session: Session, item_id: int, *, locked: bool = False) -> DirectR
     """The item's columns (id, campaign_id, position, answer_count, scenario_id, response_id, response_b_id,
     stopped_at). ``locked``: PostgreSQL locks the row until the transaction ends (``FOR NO KEY UPDATE``, see
     :func:`_candidate_query`; SQLite's write lock already covers it) and the row read is the latest committed one —
-    what a decision about its slots must see."""
+    what a decision about its slots must see. A row :func:`campaign_row` locked and read for this (``holding_item``,
+    this transaction) is handed over once, unread again: nothing could change it in between but this transaction,
+    which had not written it (None: not an item of that campaign)."""
+    if locked:
+        held = session.info.pop(_HELD_ITEM, None)
+        if held is not None and held[0] is session.get_transaction() and held[1] == item_id:
+            return held[2]
     return execute(session, _item_query(locked=locked), {"item_id": item_id}).first()
 
 
@@ -167,8 +195,8 @@ def _open_to(item: Any, user_id: Any) -> tuple[Any, ...]:
     now: short of its quota counting live leases, not stopped by the workflow's ``stopping:`` rule
     (:mod:`studio.services.stopping`), neither answered nor skipped by them. Bound per call: campaign_id, quota,
     now."""
-    now, quota = _now_param(), bindparam("quota", type_=Integer())
-    live = select(func.count()).where(col(Lease.item_id) == item.id, *_live_lease(now)).scalar_subquery()
+    now, quota = now_param(), bindparam("quota", type_=Integer())
+    live = select(func.count()).where(col(Lease.item_id) == item.id, *live_lease_conditions(now)).scalar_subquery()
     answered = exists().where(col(Answer.item_id) == item.id, col(Answer.user_id) == user_id)
     skipped = exists().where(col(Skip.item_id) == item.id, col(Skip.user_id) == user_id)
     return (
@@ -252,116 +280,6 @@ def candidate_item(
         bound["below"] = level
         found = execute(session, _candidate_query(kind), bound).first()
     return found
-
-
-@lru_cache(maxsize=1)
-def _claim_lease() -> Insert:
-    lease, item = table_of(Lease), table_of(Item)
-    now, quota, item_id = _now_param(), bindparam("quota", type_=Integer()), bindparam("item_id", type_=Integer())
-    live = select(func.count()).where(lease.c.item_id == item_id, *_live_lease(now)).scalar_subquery()
-    still_open = select(literal(1)).where(
-        item.c.id == item_id, item.c.stopped_at.is_(None), item.c.answer_count + live < quota
-    )
-    names = ("id", "campaign_id", "item_id", "user_id", "issued_at", "expires_at")
-    row = select(
-        bindparam("id", type_=String()),
-        bindparam("campaign_id", type_=Integer()),
-        item_id,
-        bindparam("user_id", type_=Integer()),
-        bindparam("issued_at", type_=UTCDateTime()),
-        bindparam("expires_at", type_=UTCDateTime()),
-    ).where(exists(still_open))
-    # RETURNING, not the row count: psycopg reports no count (-1) for an INSERT ... SELECT.
-    return insert(lease).from_select(list(names), row).returning(lease.c.id)
-
-
-def claim_lease(
-    session: Session,
-    *,
-    id: str,  # noqa: A002 - the lease's id column
-    campaign: CampaignState,
-    item_id: int,
-    user_id: int,
-    issued_at: datetime,
-    expires_at: datetime,
-) -> bool:
-    """Insert the lease if the item still has a free slot, counted as committed now; True when it was inserted.
-
-    One statement: the count is read when it runs, after :func:`candidate_item` locked the item's row, so on
-    PostgreSQL it includes every lease committed meanwhile (the candidate query's own snapshot may predate a lease
-    another transaction took and committed before it released the row) — no slot is ever handed out twice.
-    """
-    bound = {
-        "id": id,
-        "campaign_id": campaign.id,
-        "item_id": item_id,
-        "user_id": user_id,
-        "issued_at": issued_at,
-        "expires_at": expires_at,
-        "now": issued_at,
-        "quota": campaign.people_per_item,
-    }
-    return execute(session, _claim_lease(), bound).first() is not None
-
-
-@lru_cache(maxsize=1)
-def _live_lease_query() -> Select[*tuple[Any, ...]]:
-    return (
-        select(*_LEASE_COLUMNS)
-        .where(
-            col(Lease.campaign_id) == bindparam("campaign_id"),
-            col(Lease.user_id) == bindparam("user_id"),
-            *_live_lease(_now_param()),
-        )
-        .order_by(col(Lease.issued_at).desc())
-        .limit(1)
-    )
-
-
-def live_lease_of(session: Session, campaign_id: int, user_id: int, now: datetime) -> DirectRow | None:
-    """This person's live lease in the campaign (the newest), if any."""
-    bound = {"campaign_id": campaign_id, "user_id": user_id, "now": now}
-    return execute(session, _live_lease_query(), bound).first()
-
-
-@lru_cache(maxsize=1)
-def _lease_query() -> Select[*tuple[Any, ...]]:
-    return select(*_LEASE_COLUMNS).where(col(Lease.id) == bindparam("lease_id"))
-
-
-def lease_row(session: Session, lease_id: str) -> DirectRow | None:
-    return execute(session, _lease_query(), {"lease_id": lease_id}).first()
-
-
-@lru_cache(maxsize=1)
-def _release_lease() -> Update:
-    return (
-        update(Lease)
-        .where(col(Lease.id) == bindparam("lease_id"), col(Lease.released_at).is_(None))
-        .values(released_at=bindparam("released_at", type_=UTCDateTime()), outcome=bindparam("outcome"))
-    )
-
-
-def release_lease(session: Session, lease_id: str, *, at: datetime, outcome: str) -> bool:
-    """Close the lease if it is still open; True when this call closed it (False: released before, or unknown).
-
-    The condition is in the UPDATE itself, so two transactions closing one lease cannot both succeed.
-    """
-    bound = {"lease_id": lease_id, "released_at": at, "outcome": outcome}
-    return int(execute(session, _release_lease(), bound).rowcount) == 1
-
-
-@lru_cache(maxsize=1)
-def _live_lease_count_query() -> Select[*tuple[Any, ...]]:
-    return select(func.count()).where(
-        col(Lease.item_id) == bindparam("item_id"), *_live_lease(_now_param()), col(Lease.id) != bindparam("excluding")
-    )
-
-
-def live_lease_count(session: Session, item_id: int, now: datetime, *, excluding: str = "") -> int:
-    """Leases on ``item_id`` that are neither released nor expired (not counting lease ``excluding``)."""
-    bound = {"item_id": item_id, "now": now, "excluding": excluding}
-    return int(execute(session, _live_lease_count_query(), bound).scalar_one())
 
 
 @lru_cache(maxsize=8)

@@ -17,7 +17,7 @@ from sqlmodel import Session
 
 from studio.errors import InvalidInput, NotFound
 from studio.models import AnswerPublic, CampaignPublic, UserPublic
-from studio.models.types import StoredId
+from studio.models.types import STORE_INT_MAX, StoredId
 from studio.policies import AccountPolicy, CampaignPolicy, authorize, is_allowed
 from studio.services import answers, campaigns, content, queue
 from studio.services import progress as progress_service
@@ -68,6 +68,14 @@ def _answerable(session: Session, caller: UserPublic, campaign: str) -> Campaign
     found = queue.campaign_state(session, campaign)
     authorize(caller, CampaignPolicy.answer(found))
     return found
+
+
+def _store_id_or_none(value: object) -> int | None:
+    """``value`` when it is an id the store can hold (a submission built without validation may carry anything: the
+    service then refuses it with the precise error)."""
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= STORE_INT_MAX:
+        return value
+    return None
 
 
 def _item_by_item(session: Session, caller: UserPublic, campaign: str) -> CampaignState:
@@ -158,6 +166,9 @@ def submit(
     """Store the caller's answers to the item and lease ``submission`` names — the item they were shown, never the
     one their session moved on to. A retry (same ``submission_id``) gets the stored answer back (``created`` False);
     a lease released meanwhile (skipped, answered, expired and handed on) is a ``Conflict`` and stores nothing."""
+    # The campaign read also locks and reads the item the submit decides on (one round trip on PostgreSQL, not two).
+    # It comes before the check that the caller may answer: a refused caller has held that row for this transaction.
+    queue.campaign_state(session, campaign, holding_item=_store_id_or_none(submission.item_id))
     _item_by_item(session, caller, campaign)
     return answers.submit(session, campaign=campaign, user=caller, submission=submission, limits=limits)
 

@@ -13,7 +13,7 @@ from sqlmodel import Session
 from studio import direct_sql
 from studio.db import core_connection, read_session, write_session
 from studio.models import CampaignPublic, Lease, ScoreRow, UserPublic
-from studio.services import answer_rows, queue_rows
+from studio.services import answer_rows, lease_rows, queue_rows
 from studio.services.answers import submit_answer
 from studio.services.queue import take_lease
 
@@ -51,8 +51,8 @@ def test_rows_equal_those_of_connection_execute(
         statements = [
             (queue_rows._campaign_query(), {"name": "vote"}),
             (queue_rows._item_query(locked=False), {"item_id": item_id}),
-            (queue_rows._lease_query(), {"lease_id": lease_id}),
-            (queue_rows._live_lease_count_query(), {"item_id": item_id, "now": now, "excluding": ""}),
+            (lease_rows._lease_query(), {"lease_id": lease_id}),
+            (lease_rows._live_lease_count_query(), {"item_id": item_id, "now": now, "excluding": ""}),
             (queue_rows._score_query(), {"response_id": score_response}),
             (
                 answer_rows._earlier_answers_query(),
@@ -74,13 +74,13 @@ def test_rows_equal_those_of_connection_execute(
 
 def test_no_row_and_scalars(corpus: Engine, campaign: CampaignPublic) -> None:
     with read_session(corpus) as session:
-        nothing = direct_sql.execute(session, queue_rows._lease_query(), {"lease_id": "no-such-lease"})
+        nothing = direct_sql.execute(session, lease_rows._lease_query(), {"lease_id": "no-such-lease"})
         assert nothing.first() is None and nothing.scalar() is None and list(nothing) == []
         with pytest.raises(LookupError, match="one row"):
             nothing.one()
         count = direct_sql.execute(
             session,
-            queue_rows._live_lease_count_query(),
+            lease_rows._live_lease_count_query(),
             {"item_id": 1, "now": datetime.now(UTC), "excluding": ""},
         )
         assert count.scalar_one() == 0
@@ -93,8 +93,8 @@ def test_an_update_reports_its_row_count(
         handout = take_lease(session, campaign="vote", user=users["annotator"])
         assert handout is not None
         bound = {"lease_id": handout.lease_id, "released_at": datetime.now(UTC), "outcome": "skipped"}
-        assert direct_sql.execute(session, queue_rows._release_lease(), bound).rowcount == 1
-        assert direct_sql.execute(session, queue_rows._release_lease(), bound).rowcount == 0
+        assert direct_sql.execute(session, lease_rows._release_lease(), bound).rowcount == 1
+        assert direct_sql.execute(session, lease_rows._release_lease(), bound).rowcount == 0
     with read_session(corpus) as session:
         assert session.get(Lease, handout.lease_id).outcome == "skipped"  # type: ignore[union-attr]
 
@@ -135,7 +135,7 @@ def test_a_constraint_violation_is_sqlalchemys_integrity_error(
         "quota": 20,
     }
     with pytest.raises(exc.IntegrityError), write_session(corpus) as session:
-        direct_sql.execute(session, queue_rows._claim_lease(), bound)
+        direct_sql.execute(session, lease_rows._claim_lease(), bound)
 
 
 def test_a_lost_connection_is_invalidated_and_the_pool_recovers(corpus: Engine, campaign: CampaignPublic) -> None:

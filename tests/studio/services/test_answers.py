@@ -158,7 +158,7 @@ def test_a_submit_that_waited_for_the_item_lock_decides_with_the_clock_read_afte
 
 
 def test_a_lease_closes_once(corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic]) -> None:
-    from studio.services.queue_rows import release_lease
+    from studio.services.lease_rows import release_lease
 
     view = take(corpus, users["annotator"])
     with write_session(corpus) as session:

@@ -11,8 +11,8 @@ from sqlalchemy import Engine, event, func, select
 
 from studio.db import read_session, write_session
 from studio.models import CampaignPublic, Item, Lease, UserPublic, utc_now
+from studio.services.lease_rows import claim_lease
 from studio.services.queue import campaign_state, next_item
-from studio.services.queue_rows import claim_lease
 from tests.studio.conftest import add_people
 from tests.studio.services.test_queue import answer
 

@@ -387,8 +387,9 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
     items are scenarios). submit on SQLite: caller, submission (read session: not a retry); campaign, item, earlier
     answers (by submission_id or to this item) with the lease beside them, then lease release + answer + item count in
     three statements (write session); retry: caller, submission, campaign, item (read session). On PostgreSQL one write
-    session each: submit: caller, campaign, item (its row locked as it is read), earlier answers with the lease, then
-    one statement with data-modifying CTEs; retry: caller, campaign, item (locked), earlier answers with the lease.
+    session each: submit: caller, campaign with its item (the item's row locked as it is read, one statement), earlier
+    answers with the lease, then one statement with data-modifying CTEs; retry: caller, campaign with its item
+    (locked), earlier answers with the lease.
     """
     app = FastAPI()
     app.mount("/api", create_api(get_settings(database_url=db_url), engine=corpus))
@@ -409,7 +410,7 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
     ]
     postgres = db_url.startswith("postgresql")
     expected = (
-        {"SELECT": 5 + 4 + 4, "INSERT": 1, "UPDATE": 0, "WITH": 1}
+        {"SELECT": 5 + 3 + 3, "INSERT": 1, "UPDATE": 0, "WITH": 1}
         if postgres
         else {"SELECT": 5 + 5 + 4, "INSERT": 2, "UPDATE": 2, "WITH": 0}
     )
@@ -418,6 +419,7 @@ def test_an_annotating_cycle_sends_the_statements_it_needs_and_no_more(
     if postgres:
         locked = [statement for statement in statements if "FOR NO KEY UPDATE" in statement]
         assert len(locked) == 3 and "SKIP LOCKED" in locked[0], locked  # next's candidate; the item, twice
+        assert all("FROM campaign LEFT OUTER JOIN LATERAL" in statement for statement in locked[1:]), locked
         assert not any("SKIP LOCKED" in statement for statement in locked[1:]), locked
     if db_url.startswith("sqlite"):  # a transaction per request; a first submit: the retry check, then the write
         begins = [statement.strip() for statement in statements if statement.lstrip().upper().startswith("BEGIN")]
