@@ -1,9 +1,10 @@
 """The answering hot path's statements sent straight to the database driver, compiled once per dialect.
 
-``Connection.execute`` costs ~130 µs of CPU per statement on PostgreSQL where the driver alone costs ~75 µs
-(``benchmarks/README.md`` "Fourth pass"): each call hashes the statement's cache key, builds an execution context, asks
-the driver for the result's column descriptions and wraps every row. An answering cycle sends ~14 such statements
-and its request thread holds the interpreter lock for each, so one studio process answers fewer people. Here a Core
+``Connection.execute`` cost 111–148 µs of CPU per statement on PostgreSQL here, where the driver alone cost 77–87 µs
+(one indexed read, one thread; ``benchmarks/README.md`` "Fourth pass"): each call looks the statement up in the
+compiled cache, builds an execution context, asks the driver for the result's column descriptions (~20 µs in
+psycopg) and wraps every row. An answering cycle sends ~14 such statements, and its request thread holds the
+interpreter lock for each, so one studio process answers fewer people. Here a Core
 statement is compiled once per process and dialect into its SQL text, its bind parameters with SQLAlchemy's own
 bind processors, and its result columns with SQLAlchemy's own result processors (a UTC timestamp comes back aware,
 as through ``Connection.execute``); :func:`execute` then runs it on the session's driver connection, in the
