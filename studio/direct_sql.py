@@ -96,7 +96,7 @@ class DirectResult:
         return self.one()[0]
 
 
-_COMPILED: dict[tuple[int, str], tuple[ClauseElement, _Compiled]] = {}
+_COMPILED: dict[tuple[int, str, str], tuple[ClauseElement, _Compiled]] = {}
 _COMPILING = threading.Lock()
 
 
@@ -131,7 +131,7 @@ def _compile(statement: ClauseElement, dialect: Dialect) -> _Compiled:
 
 
 def _compiled_for(statement: ClauseElement, dialect: Dialect) -> _Compiled:
-    key = (id(statement), dialect.name)
+    key = (id(statement), dialect.name, dialect.driver)
     found = _COMPILED.get(key)
     if found is None:
         with _COMPILING:

@@ -174,7 +174,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("pipeline",),
     ("studio.errors", "studio.settings", "studio.rules"),
     ("studio.policies", "studio.workflows", "studio.workflow_live"),
-    ("studio.db", "studio.models"),
+    ("studio.db", "studio.direct_sql", "studio.models"),
     ("studio.results",),
     ("studio.services",),
     ("studio.usecases",),
