@@ -123,17 +123,7 @@ def insert_answer(session: Session, **values: Any) -> AnswerPublic:
 
 
 #: The answer's columns a submit binds (every column but id and revision).
-_STORED_COLUMNS = (
-    "item_id",
-    "campaign_id",
-    "user_id",
-    "values",
-    "submission_id",
-    "seconds_spent",
-    "server_seconds",
-    "created_at",
-    "updated_at",
-)
+_STORED_COLUMNS = tuple(name for name in _ANSWER_FIELDS if name not in ("id", "revision"))
 
 
 @lru_cache(maxsize=1)

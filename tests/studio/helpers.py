@@ -5,11 +5,12 @@ real queue and answer services. Fixtures built on them live in ``conftest.py``; 
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, event
 
 from pipeline.records import Judgment, Response, Scenario, ScenarioTags, Score, ScoreSignature, Turn
 from pipeline.rundir import RunDir, model_dump_line
@@ -330,3 +331,18 @@ def insert_synthetic_scores(engine: Engine, *, models: tuple[str, ...], per_subt
         connection.execute(insert(ResponseRow), responses)
         connection.execute(insert(ScoreRow), scores)
     return len(responses)
+
+
+@contextmanager
+def counted_statements(engine: Engine) -> Iterator[list[str]]:
+    """Every SQL statement the engine sends while the block runs (SQLite's ``BEGIN IMMEDIATE`` too), in order."""
+    statements: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
+        statements.append(statement)
+
+    event.listen(engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine, "before_cursor_execute", record)

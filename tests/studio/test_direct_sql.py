@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import Engine, event, exc, func, select, text
+from sqlalchemy import Engine, exc, func, select, text
 from sqlmodel import Session
 
 from studio import direct_sql
@@ -16,6 +16,7 @@ from studio.models import CampaignPublic, Lease, ScoreRow, UserPublic
 from studio.services import answer_rows, lease_rows, queue_rows
 from studio.services.answers import submit_answer
 from studio.services.queue import take_lease
+from tests.studio.helpers import counted_statements
 
 VOTE = {"verdict": "keep", "subtask_label": "dialogue_base"}
 
@@ -100,19 +101,10 @@ def test_an_update_reports_its_row_count(
 
 
 def test_listeners_see_each_statement_and_a_missing_value_is_named(corpus: Engine, campaign: CampaignPublic) -> None:
-    seen: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        seen.append(statement)
-
-    event.listen(corpus, "before_cursor_execute", record)
-    try:
-        with read_session(corpus) as session:
-            direct_sql.execute(session, queue_rows._campaign_query(), {"name": "vote"})
-            with pytest.raises(ValueError, match=r"\['name'\]"):
-                direct_sql.execute(session, queue_rows._campaign_query(), {})
-    finally:
-        event.remove(corpus, "before_cursor_execute", record)
+    with counted_statements(corpus) as seen, read_session(corpus) as session:
+        direct_sql.execute(session, queue_rows._campaign_query(), {"name": "vote"})
+        with pytest.raises(ValueError, match=r"\['name'\]"):
+            direct_sql.execute(session, queue_rows._campaign_query(), {})
     assert sum("FROM campaign" in statement for statement in seen) == 1
 
 

@@ -3,30 +3,18 @@ locks its item; the item row is handed to the transaction's next locked read onc
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 import pytest
-from sqlalchemy import Engine, event, exc, text
+from sqlalchemy import Engine, exc, text
 
 from studio.db import write_session
 from studio.models import CampaignPublic
 from studio.services.queue_rows import campaign_row, item_row
+from tests.studio.helpers import counted_statements
 
 
-@contextmanager
-def recorded(engine: Engine) -> Iterator[list[str]]:
-    statements: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        if not statement.startswith("BEGIN"):  # SQLite's BEGIN IMMEDIATE: not a read
-            statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
+def reads(statements: list[str]) -> int:
+    """How many of ``statements`` are reads or writes (SQLite's BEGIN IMMEDIATE left out)."""
+    return sum(not statement.startswith("BEGIN") for statement in statements)
 
 
 def first_item_id(engine: Engine) -> int:
@@ -40,16 +28,16 @@ def test_the_held_item_is_the_item_row_and_is_handed_over_once(
     item_id = first_item_id(corpus)
     with write_session(corpus) as session:
         expected = item_row(session, item_id)
-    with recorded(corpus) as statements, write_session(corpus) as session:
+    with counted_statements(corpus) as statements, write_session(corpus) as session:
         found = campaign_row(session, "vote", holding_item=item_id)
         assert found is not None and found.name == "vote"
-        assert len(statements) == 1
+        assert reads(statements) == 1
         held = item_row(session, item_id, locked=True)
         # PostgreSQL: the campaign and its locked item in one statement, nothing after. SQLite: read on its own.
-        sent = len(statements)
+        sent = reads(statements)
         assert sent == (1 if db_url.startswith("postgresql") else 2)
         again = item_row(session, item_id, locked=True)  # handed over once: read again now
-        assert len(statements) == sent + 1
+        assert reads(statements) == sent + 1
     assert tuple(held) == tuple(again) == tuple(expected)
 
 
@@ -62,12 +50,12 @@ def test_an_item_the_campaign_lacks_is_none(db_url: str, corpus: Engine, campaig
 
 def test_the_held_item_is_not_handed_to_another_transaction(corpus: Engine, campaign: CampaignPublic) -> None:
     item_id = first_item_id(corpus)
-    with recorded(corpus) as statements, write_session(corpus) as session:
+    with counted_statements(corpus) as statements, write_session(corpus) as session:
         campaign_row(session, "vote", holding_item=item_id)
         session.commit()  # the transaction that held it ends; the session goes on in a new one
-        before = len(statements)
+        before = reads(statements)
         assert item_row(session, item_id, locked=True) is not None
-        assert len(statements) == before + 1  # read (and locked) again, in this transaction
+        assert reads(statements) == before + 1  # read (and locked) again, in this transaction
 
 
 def test_on_postgresql_the_row_is_locked_until_the_transaction_ends(

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import threading
 
-from sqlalchemy import Engine, event, func, select
+from sqlalchemy import Engine, func, select
 
 from studio.db import read_session, write_session
 from studio.errors import PermissionDenied
 from studio.models import CampaignPublic, Lease, UserPublic
 from studio.usecases import annotate
+from tests.studio.helpers import counted_statements
 
 
 def test_a_second_next_waits_for_the_first_and_gets_its_item(
@@ -41,17 +42,8 @@ def test_a_second_next_waits_for_the_first_and_gets_its_item(
 def test_on_postgresql_the_campaign_read_takes_the_lock(
     db_url: str, corpus: Engine, campaign: CampaignPublic, users: dict[str, UserPublic]
 ) -> None:
-    statements: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        statements.append(statement)
-
-    event.listen(corpus, "before_cursor_execute", record)
-    try:
-        with write_session(corpus) as session:
-            assert annotate.next_item(session, caller=users["annotator"], campaign="vote", lease_seconds=300)
-    finally:
-        event.remove(corpus, "before_cursor_execute", record)
+    with counted_statements(corpus) as statements, write_session(corpus) as session:
+        assert annotate.next_item(session, caller=users["annotator"], campaign="vote", lease_seconds=300)
     locks = [statement for statement in statements if "pg_advisory_xact_lock" in statement]
     if db_url.startswith("sqlite"):
         assert locks == []  # BEGIN IMMEDIATE: the write lock covers it

@@ -11,14 +11,13 @@ import secrets
 import sqlite3
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import timedelta
 
 import httpx
 import pytest
 from fastapi import FastAPI
 from fastapi.responses import PlainTextResponse
-from sqlalchemy import Engine, event, func, select
+from sqlalchemy import Engine, func, select
 from sqlalchemy.engine import make_url
 
 from studio.db import (
@@ -54,7 +53,7 @@ from studio.web.deps import SESSION_COOKIE
 from studio.web.middleware import LoginRedirectMiddleware
 from studio.web.schemas import AnswerOut
 from tests.serving import serve_in_thread
-from tests.studio.helpers import add_people
+from tests.studio.helpers import add_people, counted_statements
 
 VOTE = {"verdict": "keep", "subtask_label": "dialogue_base"}
 
@@ -65,21 +64,6 @@ def issue_token(engine: Engine, user: UserPublic, *, expires_in: timedelta = tim
     with write_session(engine) as session:
         session.add(AuthToken(user_id=user.id, token_hash=hash_token(token), expires_at=utc_now() + expires_in))
     return token
-
-
-@contextmanager
-def counted_statements(engine: Engine) -> Iterator[list[str]]:
-    """Every SQL statement the engine sends while the block runs."""
-    statements: list[str] = []
-
-    def record(_conn: object, _cursor: object, statement: str, *_args: object) -> None:
-        statements.append(statement)
-
-    event.listen(engine, "before_cursor_execute", record)
-    try:
-        yield statements
-    finally:
-        event.remove(engine, "before_cursor_execute", record)
 
 
 def leased(engine: Engine, user: UserPublic) -> tuple[int, str]:
