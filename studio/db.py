@@ -259,7 +259,7 @@ def lock_person(session: Session, user_id: int) -> bool:
     other, so the second finds the lease the first took instead of taking a second item (no hoarding) — without
     holding up anyone else, as a campaign-wide lock would.
     """
-    if session.info.get(_PERSON_LOCKED) == (session.get_transaction(), user_id):
+    if noted_in_transaction(session, _PERSON_LOCKED, user_id)[0]:
         return True  # taken already in this transaction, by the statement of person_lock_column
     return _advisory_lock(session, _PERSON_LOCKS, user_id)
 
@@ -276,7 +276,21 @@ def person_lock_column(user_id: Any) -> Any:
 def note_person_locked(session: Session, user_id: int) -> None:
     """Record that a statement with :func:`person_lock_column` took ``user_id``'s lock in the session's transaction,
     so :func:`lock_person` does not send it again in that transaction (the lock ends with it)."""
-    session.info[_PERSON_LOCKED] = (session.get_transaction(), user_id)
+    note_in_transaction(session, _PERSON_LOCKED, user_id)
+
+
+def note_in_transaction(session: Session, slot: str, key: Any, value: Any = None) -> None:
+    """Remember ``value`` under ``slot`` for ``key``, for the session's current transaction only (one per slot)."""
+    session.info[slot] = (session.get_transaction(), key, value)
+
+
+def noted_in_transaction(session: Session, slot: str, key: Any, *, take: bool = False) -> tuple[bool, Any]:
+    """(True, value) when :func:`note_in_transaction` noted ``key`` under ``slot`` in this same transaction, else
+    (False, None): a note from an ended transaction (its locks gone with it) is never seen. ``take``: forget it."""
+    noted = session.info.pop(slot, None) if take else session.info.get(slot)
+    if noted is not None and noted[0] is session.get_transaction() and noted[1] == key:
+        return True, noted[2]
+    return False, None
 
 
 def lock_item(session: Session, item_id: int) -> bool:

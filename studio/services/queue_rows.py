@@ -33,7 +33,7 @@ from sqlalchemy import (
 )
 from sqlmodel import Session, SQLModel, col
 
-from studio.db import is_sqlite, note_person_locked, person_lock_column
+from studio.db import is_sqlite, note_in_transaction, note_person_locked, noted_in_transaction, person_lock_column
 from studio.direct_sql import DirectRow, execute
 from studio.models import Answer, Campaign, Item, Lease, ResponseRow, ScenarioRow, ScoreRow, Skip
 from studio.models.types import UTCDateTime
@@ -167,7 +167,7 @@ def _campaign_state(row: Any) -> CampaignState:
 def _hold_item(session: Session, item_id: Any, row: Any) -> None:
     """Keep the item row read (and locked) beside the campaign for this transaction's next locked read of it."""
     item = None if row.item_id is None else _ItemRow(*(getattr(row, f"item_{name}") for name in ITEM_FIELDS))
-    session.info[_HELD_ITEM] = (session.get_transaction(), item_id, item)
+    note_in_transaction(session, _HELD_ITEM, item_id, item)
 
 
 @lru_cache(maxsize=2)
@@ -184,9 +184,9 @@ def item_row(session: Session, item_id: int, *, locked: bool = False) -> DirectR
     this transaction) is handed over once, unread again: nothing could change it in between but this transaction,
     which had not written it (None: not an item of that campaign)."""
     if locked:
-        held = session.info.pop(_HELD_ITEM, None)
-        if held is not None and held[0] is session.get_transaction() and held[1] == item_id:
-            return held[2]
+        held, item = noted_in_transaction(session, _HELD_ITEM, item_id, take=True)
+        if held:
+            return item
     return execute(session, _item_query(locked=locked), {"item_id": item_id}).first()
 
 
